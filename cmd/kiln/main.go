@@ -1,0 +1,105 @@
+// Command kiln runs untrusted code in sandboxes.
+//
+// The same binary is also every stage inside a sandbox: the boot stage that
+// builds the root, the agent that is PID 1, and the spawn stage that drops
+// privileges before user code. Those hidden modes are chosen by argv[1].
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kiln-dev/kiln/internal/agent"
+	"github.com/kiln-dev/kiln/internal/agent/boot"
+	"github.com/kiln-dev/kiln/internal/agent/spawn"
+	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/kiln"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case native.BootArg:
+			boot.Main()
+		case boot.AgentArg:
+			agent.Main()
+		case spawn.Arg:
+			spawn.Main()
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitError carries a program's exit status out of run.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// exitCode turns run's error into a process exit status, printing kiln's
+// own errors. 125 is kiln's failure, as with docker run; anything else is
+// the program's own status.
+func exitCode(err error, stderr io.Writer) int {
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	fmt.Fprintf(stderr, "kiln: %s\n", kiln.Message(err))
+	if kiln.KindOf(err) == kiln.Internal || kiln.KindOf(err) == kiln.SandboxError {
+		fmt.Fprintf(stderr, "kiln: detail: %v\n", err)
+	}
+	return 125
+}
+
+var errUsage = errors.New("usage")
+
+const usage = `kiln runs untrusted code in strong, fast sandboxes.
+
+Usage:
+  kiln run [flags] FILE [ARGS...]        run a program file in a fresh sandbox
+  kiln run [flags] --lang L -c CODE      run code given on the command line
+  kiln run [flags] --lang L -            run code read from stdin
+  kiln doctor                            what this host supports and lacks
+  kiln bench [flags]                     measure sandbox overhead and throughput
+  kiln version
+
+Run "kiln run -h" for the flags of run.
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "doctor":
+		return doctorCmd(ctx, stdout)
+	case "bench":
+		return benchCmd(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "kiln", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "kiln: unknown command %q\n\n%s", args[0], usage)
+	return errUsage
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"

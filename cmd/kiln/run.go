@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
+)
+
+// fileFlags collects repeated --file LOCAL[:DEST] flags.
+type fileFlags []string
+
+func (f *fileFlags) String() string     { return strings.Join(*f, ",") }
+func (f *fileFlags) Set(v string) error { *f = append(*f, v); return nil }
+
+// sizeFlag is a byte count written as 512M, 1G, 64KiB or a plain number.
+type sizeFlag struct{ n *int64 }
+
+func (s sizeFlag) String() string {
+	if s.n == nil || *s.n == 0 {
+		return ""
+	}
+	return kiln.FormatBytes(*s.n)
+}
+func (s sizeFlag) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	*s.n = n
+	return nil
+}
+
+func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kiln run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		language, code string
+		cpus           float64
+		files          fileFlags
+		lim            kiln.Limits
+	)
+	fs.StringVar(&language, "lang", "", "language: "+strings.Join(lang.Names(), ", ")+" (default: from the file's extension)")
+	fs.StringVar(&language, "l", "", "short for --lang")
+	fs.StringVar(&code, "c", "", "the program, given on the command line")
+	fs.DurationVar(&lim.Timeout, "timeout", 0, "wall-clock limit, e.g. 10s (default 30s)")
+	fs.Var(sizeFlag{&lim.MemoryBytes}, "memory", "memory limit, e.g. 256M (default 512M)")
+	fs.Var(sizeFlag{&lim.OutputBytes}, "output", "stdout+stderr limit, e.g. 64K (default 1M)")
+	fs.Int64Var(&lim.Pids, "pids", 0, "process and thread limit (default 128)")
+	fs.Float64Var(&cpus, "cpus", 0, "CPU limit in CPUs, e.g. 0.5 (default 1)")
+	fs.Var(&files, "file", "copy a local file into the workspace: LOCAL[:DEST] (repeatable)")
+	fs.Var(&files, "f", "short for --file")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: kiln run [flags] FILE|- [ARGS...]  or  kiln run [flags] --lang L -c CODE [-- ARGS...]\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if cpus != 0 {
+		lim.CPUMillis = int64(cpus * 1000)
+	}
+	r := engine.Run{Language: language, Code: code, Args: fs.Args(), Limits: lim}
+	codeFromStdin, err := programSource(&r, fs, stdin)
+	if err != nil {
+		return err
+	}
+	if !codeFromStdin {
+		if r.Stdin, err = programStdin(stdin); err != nil {
+			return err
+		}
+	}
+	if r.Files, err = readFiles(files); err != nil {
+		return err
+	}
+	return runProgram(ctx, r, stdout, stderr)
+}
+
+// programSource fills in the code and language from -c, a file, or stdin.
+func programSource(r *engine.Run, fs *flag.FlagSet, stdin io.Reader) (fromStdin bool, err error) {
+	if r.Code != "" {
+		if r.Language == "" {
+			return false, kiln.Errorf(kiln.Invalid, "-c needs --lang (one of %s)", strings.Join(lang.Names(), ", "))
+		}
+		return false, nil
+	}
+	if fs.NArg() == 0 {
+		return false, kiln.Errorf(kiln.Invalid, "nothing to run: give a program file, - for stdin, or -c CODE")
+	}
+	src := fs.Arg(0)
+	r.Args = fs.Args()[1:]
+	if src == "-" {
+		if r.Language == "" {
+			return false, kiln.Errorf(kiln.Invalid, "code from stdin needs --lang (one of %s)", strings.Join(lang.Names(), ", "))
+		}
+		b, err := readLimited(stdin, engine.MaxCodeBytes, "the program on stdin")
+		r.Code = string(b)
+		return true, err
+	}
+	if r.Language == "" {
+		l, err := lang.ByExt(src)
+		if err != nil {
+			return false, err
+		}
+		r.Language = l.Name
+	}
+	b, err := readFileLimited(src, engine.MaxCodeBytes)
+	r.Code = string(b)
+	return false, err
+}
+
+// programStdin passes kiln's stdin on to the program when it is a pipe or
+// a file; a terminal is not read, so kiln never waits for typing.
+func programStdin(stdin io.Reader) ([]byte, error) {
+	f, ok := stdin.(*os.File)
+	if !ok || f == nil {
+		return nil, nil
+	}
+	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+		return nil, nil
+	}
+	return readLimited(f, engine.MaxStdinBytes, "stdin")
+}
+
+func readFiles(specs []string) ([]engine.File, error) {
+	var out []engine.File
+	for _, spec := range specs {
+		local, dest, ok := strings.Cut(spec, ":")
+		if !ok {
+			dest = filepath.Base(local)
+		}
+		b, err := readFileLimited(local, engine.MaxFilesBytes)
+		if err != nil {
+			return nil, err
+		}
+		fi, _ := os.Stat(local)
+		mode := uint32(0o644)
+		if fi != nil && fi.Mode()&0o111 != 0 {
+			mode = 0o755
+		}
+		out = append(out, engine.File{Path: dest, Data: b, Mode: mode})
+	}
+	return out, nil
+}
+
+func runProgram(ctx context.Context, r engine.Run, stdout, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b, err := native.New(native.Config{}, log)
+	if err != nil {
+		return err
+	}
+	x, err := engine.New(b, log).Run(ctx, r, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	for _, line := range engine.Describe(x, r.Limits) {
+		fmt.Fprintln(stderr, line)
+	}
+	switch {
+	case x.Canceled:
+		return exitError{130}
+	case x.Signal != "":
+		return exitError{128 + int(unix.SignalNum(x.Signal))}
+	case x.Code != 0:
+		return exitError{x.Code}
+	}
+	return nil
+}
+
+func readFileLimited(name string, max int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, kiln.Wrap(kiln.Invalid, err, "cannot read %s", name)
+	}
+	defer f.Close()
+	return readLimited(f, max, name)
+}
+
+func readLimited(r io.Reader, max int64, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, kiln.Wrap(kiln.Invalid, err, "cannot read %s", what)
+	}
+	if int64(len(b)) > max {
+		return nil, kiln.Errorf(kiln.TooLarge, "%s is larger than the limit of %s", what, kiln.FormatBytes(max))
+	}
+	return b, nil
+}
+
+// parseSize reads 512M, 1G, 1.5GiB, 64k or a plain byte count.
+func parseSize(v string) (int64, error) {
+	s := strings.ToUpper(strings.TrimSpace(v))
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "B"), "I")
+	mult := int64(1)
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'K':
+			mult, s = kiln.KiB, s[:n-1]
+		case 'M':
+			mult, s = kiln.MiB, s[:n-1]
+		case 'G':
+			mult, s = kiln.GiB, s[:n-1]
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f*float64(mult) > 1<<50 {
+		return 0, fmt.Errorf("%q is not a size; write for example 512M, 1G or 65536", v)
+	}
+	return int64(f * float64(mult)), nil
+}
+
+func doctorCmd(ctx context.Context, stdout io.Writer) error {
+	if err := doctorReport(ctx, stdout); err != nil {
+		return exitError{1}
+	}
+	return nil
+}
+

@@ -1,0 +1,128 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/kiln-dev/kiln/internal/agent/boot"
+	"github.com/kiln-dev/kiln/internal/cgroups"
+	"github.com/kiln-dev/kiln/internal/protocol"
+)
+
+// Main runs the agent until the service hangs up or asks it to shut down.
+func Main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "kiln agent: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// Agent is one running agent.
+type Agent struct {
+	cfg    protocol.AgentConfig
+	cg     *cgroups.Handles
+	out    *protocol.Writer
+	reaper *reaper
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	execs map[uint64]*execution
+	files sync.Mutex // one file operation at a time keeps chown and sizes simple
+}
+
+func run() error {
+	var cfg protocol.AgentConfig
+	if err := json.Unmarshal([]byte(os.Getenv(boot.AgentEnv)), &cfg); err != nil {
+		return fmt.Errorf("agent config: %w", err)
+	}
+	os.Clearenv()
+	var hs cgroups.HandleSpec
+	if err := json.Unmarshal(cfg.Cgroup, &hs); err != nil {
+		return fmt.Errorf("cgroup spec: %w", err)
+	}
+	cg, err := cgroups.FromSpec(hs)
+	if err != nil {
+		return err
+	}
+	// Inherited descriptors must not reach user processes by accident.
+	for _, fd := range append([]int{cfg.ConnFD}, cfg.KeepFDs...) {
+		syscall.CloseOnExec(fd)
+	}
+	conn := os.NewFile(uintptr(cfg.ConnFD), "conn")
+	a := &Agent{
+		cfg:    cfg,
+		cg:     cg,
+		out:    protocol.NewWriter(conn),
+		reaper: startReaper(),
+		log:    slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		execs:  map[uint64]*execution{},
+	}
+	return a.serve(protocol.NewReader(conn))
+}
+
+func (a *Agent) serve(in *protocol.Reader) error {
+	if err := a.out.Send(0, protocol.THello, protocol.Hello{Version: protocol.Version, Agent: "kiln"}); err != nil {
+		return err
+	}
+	m, err := in.Read()
+	if err != nil {
+		return fmt.Errorf("read hello: %w", err)
+	}
+	var h protocol.Hello
+	if m.Type != protocol.THello || m.Decode(&h) != nil || h.Version != protocol.Version {
+		return fmt.Errorf("service speaks protocol %d, agent speaks %d", h.Version, protocol.Version)
+	}
+	for {
+		m, err := in.Read()
+		if errors.Is(err, io.EOF) {
+			a.killAll()
+			return nil
+		}
+		if err != nil {
+			a.killAll()
+			return err
+		}
+		if m.Type == protocol.TShutdown {
+			a.killAll()
+			a.out.Send(m.ID, protocol.TOK, protocol.FileResult{})
+			return nil
+		}
+		a.dispatch(m)
+	}
+}
+
+func (a *Agent) dispatch(m *protocol.Message) {
+	switch m.Type {
+	case protocol.TPing:
+		a.out.Send(m.ID, protocol.TOK, protocol.FileResult{})
+	case protocol.TExec:
+		var req protocol.Exec
+		if err := m.Decode(&req); err != nil {
+			a.fail(m.ID, protocol.ErrInvalid, err.Error())
+			return
+		}
+		a.startExec(m.ID, req)
+	case protocol.TStdin, protocol.TSignal, protocol.TCancel:
+		a.control(m)
+	case protocol.TFileOp:
+		var op protocol.FileOp
+		if err := m.Decode(&op); err != nil {
+			a.fail(m.ID, protocol.ErrInvalid, err.Error())
+			return
+		}
+		go a.fileOp(m.ID, op)
+	default:
+		a.fail(m.ID, protocol.ErrInvalid, "unknown request type "+m.Type)
+	}
+}
+
+func (a *Agent) fail(id uint64, code, msg string) {
+	a.out.Send(id, protocol.TError, protocol.Error{Code: code, Message: msg})
+}

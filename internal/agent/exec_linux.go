@@ -1,0 +1,323 @@
+package agent
+
+import (
+	"encoding/json"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/internal/agent/spawn"
+	"github.com/kiln-dev/kiln/internal/cgroups"
+	"github.com/kiln-dev/kiln/internal/protocol"
+)
+
+// drainGrace is how long output is still collected after the main process
+// exits, for descendants that hold the pipes open. The exec ends after it.
+const drainGrace = 100 * time.Millisecond
+
+// execution is one running exec request.
+type execution struct {
+	id       uint64
+	pid      int
+	stdin    chan protocol.Stdin
+	output   atomic.Int64
+	limit    int64
+	canceled atomic.Bool
+	timedOut atomic.Bool
+	truncate atomic.Bool
+}
+
+func (a *Agent) startExec(id uint64, req protocol.Exec) {
+	if msg := validateExec(req); msg != "" {
+		a.fail(id, protocol.ErrInvalid, msg)
+		return
+	}
+	a.mu.Lock()
+	_, dup := a.execs[id]
+	a.mu.Unlock()
+	if dup {
+		a.fail(id, protocol.ErrBusy, "an exec with this id is running")
+		return
+	}
+	go a.runExec(id, req)
+}
+
+func validateExec(req protocol.Exec) string {
+	switch {
+	case len(req.Argv) == 0 || req.Argv[0] == "":
+		return "argv is empty"
+	case req.TimeoutMs <= 0:
+		return "timeout_ms must be positive"
+	case req.OutputBytes <= 0:
+		return "output_bytes must be positive"
+	}
+	for _, s := range append(append([]string{}, req.Argv...), req.Env...) {
+		if strings.IndexByte(s, 0) >= 0 {
+			return "argv and env may not contain NUL bytes"
+		}
+	}
+	for _, e := range req.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return "env entry " + e + " is not KEY=VALUE"
+		}
+	}
+	if req.Dir != "" && (path.IsAbs(req.Dir) || !isLocal(req.Dir)) {
+		return "dir must be a relative path inside the workspace"
+	}
+	return ""
+}
+
+func isLocal(p string) bool {
+	c := path.Clean(p)
+	return c != ".." && !strings.HasPrefix(c, "../")
+}
+
+func (a *Agent) runExec(id uint64, req protocol.Exec) {
+	x := &execution{id: id, stdin: make(chan protocol.Stdin, 16), limit: req.OutputBytes}
+	pipes, err := newPipes()
+	if err != nil {
+		a.fail(id, protocol.ErrInternal, "pipes: "+err.Error())
+		return
+	}
+	defer pipes.closeAll()
+
+	a.cg.ResetPeak()
+	before, _ := a.cg.Usage()
+	start := time.Now()
+	pid, done, err := a.reaper.start(func() (int, error) {
+		return a.fork(req, pipes)
+	})
+	if err != nil {
+		a.fail(id, protocol.ErrInternal, "start: "+err.Error())
+		return
+	}
+	x.pid = pid
+	pipes.closeChildEnds()
+	a.mu.Lock()
+	a.execs[id] = x
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.execs, id)
+		a.mu.Unlock()
+	}()
+	a.out.Send(id, protocol.TStarted, protocol.Started{Pid: pid})
+
+	go a.feedStdin(x, pipes.stdinW, req)
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go a.pump(x, pipes.stdoutR, protocol.TStdout, &readers)
+	go a.pump(x, pipes.stderrR, protocol.TStderr, &readers)
+
+	timer := time.AfterFunc(time.Duration(req.TimeoutMs)*time.Millisecond, func() {
+		x.timedOut.Store(true)
+		a.killAll()
+	})
+	st := <-done
+	timer.Stop()
+	waitGrace(&readers, drainGrace)
+	pipes.closeReadEnds()
+	readers.Wait()
+
+	after, _ := a.cg.Usage()
+	a.out.Send(id, protocol.TExit, exitInfo(x, st, time.Since(start), before, after))
+}
+
+// fork starts the spawn stage for req with the pipes as stdio.
+func (a *Agent) fork(req protocol.Exec, p *pipes) (int, error) {
+	cgSpec, _ := json.Marshal(a.cg.Spec(3))
+	dir := a.cfg.Workspace
+	if req.Dir != "" {
+		dir = path.Join(dir, path.Clean(req.Dir))
+	}
+	cfg, err := json.Marshal(spawn.Config{
+		UID:       a.cfg.UserUID,
+		Dir:       dir,
+		Cgroup:    cgSpec,
+		OpenFiles: a.cfg.OpenFiles,
+		FileSize:  a.cfg.FileSize,
+		Landlock:  a.cfg.Landlock,
+		WritePath: []string{a.cfg.Workspace, "/tmp", "/dev/shm"},
+	})
+	if err != nil {
+		return 0, err
+	}
+	argv := append([]string{"kiln-spawn", spawn.Arg, string(cfg)}, req.Argv...)
+	env := append(append([]string{}, a.cfg.Env...), req.Env...)
+	files := []uintptr{p.stdinR.Fd(), p.stdoutW.Fd(), p.stderrW.Fd()}
+	for _, f := range a.cg.Files() {
+		files = append(files, f.Fd())
+	}
+	return syscall.ForkExec("/proc/self/exe", argv, &syscall.ProcAttr{
+		Env:   env,
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+}
+
+// pump forwards one output stream, stopping the exec when the output limit
+// is reached.
+func (a *Agent) pump(x *execution, r *os.File, typ string, wg *sync.WaitGroup) {
+	defer wg.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			total := x.output.Add(int64(n))
+			keep := n
+			if total > x.limit {
+				keep = n - int(total-x.limit)
+				if keep < 0 {
+					keep = 0
+				}
+				if !x.truncate.Swap(true) {
+					a.killAll()
+				}
+			}
+			if keep > 0 {
+				a.out.Send(x.id, typ, protocol.Data{Data: buf[:keep]})
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (a *Agent) feedStdin(x *execution, w *os.File, req protocol.Exec) {
+	defer w.Close()
+	if len(req.Stdin) > 0 {
+		if _, err := w.Write(req.Stdin); err != nil {
+			return
+		}
+	}
+	if !req.StdinOpen {
+		return
+	}
+	for in := range x.stdin {
+		if len(in.Data) > 0 {
+			if _, err := w.Write(in.Data); err != nil {
+				return
+			}
+		}
+		if in.EOF {
+			return
+		}
+	}
+}
+
+// control handles stdin, signal and cancel messages for a running exec.
+func (a *Agent) control(m *protocol.Message) {
+	a.mu.Lock()
+	x := a.execs[m.ID]
+	a.mu.Unlock()
+	if x == nil {
+		return // it already ended; the exit event says how
+	}
+	switch m.Type {
+	case protocol.TCancel:
+		x.canceled.Store(true)
+		a.killAll()
+	case protocol.TSignal:
+		var s protocol.Signal
+		if m.Decode(&s) != nil {
+			return
+		}
+		if sig := unix.SignalNum(s.Name); sig != 0 {
+			unix.Kill(-x.pid, sig)
+		}
+	case protocol.TStdin:
+		var in protocol.Stdin
+		if m.Decode(&in) != nil {
+			return
+		}
+		select {
+		case x.stdin <- in:
+		default: // the program is not reading; drop rather than block the connection
+		}
+	}
+}
+
+// killAll kills every process in the sandbox but the agent. kill(-1) from
+// PID 1 reaches all of them in one pass under the kernel's tasklist lock,
+// so a process cannot fork its way out, and setsid or a double fork does not
+// help either.
+func (a *Agent) killAll() {
+	unix.Kill(-1, unix.SIGKILL)
+}
+
+func exitInfo(x *execution, st exitStatus, wall time.Duration, before, after cgroups.Usage) protocol.ExitInfo {
+	info := protocol.ExitInfo{
+		Code:            st.ws.ExitStatus(),
+		WallNs:          wall.Nanoseconds(),
+		CPUNs:           (after.CPUTime - before.CPUTime).Nanoseconds(),
+		PeakMemory:      after.PeakMemoryBytes,
+		OutputBytes:     min(x.output.Load(), x.limit),
+		TimedOut:        x.timedOut.Load(),
+		Canceled:        x.canceled.Load(),
+		OOMKilled:       after.OOMKills > before.OOMKills,
+		PidsLimited:     after.PidsLimitHits > before.PidsLimitHits,
+		OutputTruncated: x.truncate.Load(),
+	}
+	if st.ws.Signaled() {
+		info.Code = -1
+		info.Signal = unix.SignalName(st.ws.Signal())
+	}
+	if info.CPUNs <= 0 {
+		info.CPUNs = st.ru.Utime.Nano() + st.ru.Stime.Nano()
+	}
+	if info.PeakMemory == 0 {
+		info.PeakMemory = st.ru.Maxrss * 1024
+	}
+	return info
+}
+
+func waitGrace(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
+
+type pipes struct {
+	stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW *os.File
+}
+
+func newPipes() (*pipes, error) {
+	p := &pipes{}
+	var err error
+	if p.stdinR, p.stdinW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if p.stdoutR, p.stdoutW, err = os.Pipe(); err != nil {
+		p.closeAll()
+		return nil, err
+	}
+	if p.stderrR, p.stderrW, err = os.Pipe(); err != nil {
+		p.closeAll()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *pipes) closeChildEnds() { closeFiles(p.stdinR, p.stdoutW, p.stderrW) }
+func (p *pipes) closeReadEnds()  { closeFiles(p.stdoutR, p.stderrR) }
+func (p *pipes) closeAll() {
+	closeFiles(p.stdinR, p.stdinW, p.stdoutR, p.stdoutW, p.stderrR, p.stderrW)
+}
+
+func closeFiles(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package agent
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/kiln-dev/kiln/internal/protocol"
+)
+
+// Bounds on file operations. The workspace's own size limit bounds the total.
+const (
+	maxReadBytes = 256 << 20 // one read request
+	maxListItems = 10000     // entries in one listing
+	maxPathBytes = 4096
+)
+
+// fileOp performs one file operation inside the workspace. Paths resolve
+// through an os.Root, so neither "..", absolute names nor symlinks planted
+// by user code can reach anything outside the workspace.
+func (a *Agent) fileOp(id uint64, op protocol.FileOp) {
+	a.files.Lock()
+	defer a.files.Unlock()
+	name, msg := cleanPath(op.Path)
+	if msg != "" {
+		a.fail(id, protocol.ErrInvalid, msg)
+		return
+	}
+	root, err := os.OpenRoot(a.cfg.Workspace)
+	if err != nil {
+		a.fail(id, protocol.ErrInternal, "open workspace: "+err.Error())
+		return
+	}
+	defer root.Close()
+	res, err := a.doFileOp(id, root, name, op)
+	if err != nil {
+		a.fail(id, errorCode(err), describe(op.Path, err))
+		return
+	}
+	a.out.Send(id, protocol.TOK, res)
+}
+
+func (a *Agent) doFileOp(id uint64, root *os.Root, name string, op protocol.FileOp) (protocol.FileResult, error) {
+	switch op.Op {
+	case protocol.FileWrite:
+		return a.writeFile(root, name, op)
+	case protocol.FileRead:
+		return protocol.FileResult{}, a.readFile(id, root, name, op)
+	case protocol.FileList:
+		return listDir(root, name)
+	case protocol.FileStat:
+		fi, err := root.Lstat(name)
+		if err != nil {
+			return protocol.FileResult{}, err
+		}
+		info := toInfo(name, fi)
+		return protocol.FileResult{Info: &info}, nil
+	case protocol.FileDelete:
+		if name == "." {
+			return protocol.FileResult{}, errInvalid("the workspace itself cannot be deleted")
+		}
+		if op.Recursive {
+			return protocol.FileResult{}, root.RemoveAll(name)
+		}
+		return protocol.FileResult{}, root.Remove(name)
+	case protocol.FileMkdir:
+		if err := root.MkdirAll(name, 0o755); err != nil {
+			return protocol.FileResult{}, err
+		}
+		return protocol.FileResult{}, a.chownNew(root, name)
+	}
+	return protocol.FileResult{}, errInvalid("unknown file operation " + op.Op)
+}
+
+func (a *Agent) writeFile(root *os.Root, name string, op protocol.FileOp) (protocol.FileResult, error) {
+	if name == "." {
+		return protocol.FileResult{}, errInvalid("a file needs a name")
+	}
+	if dir := path.Dir(name); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return protocol.FileResult{}, err
+		}
+		if err := a.chownNew(root, dir); err != nil {
+			return protocol.FileResult{}, err
+		}
+	}
+	mode := fs.FileMode(op.Mode) & 0o777
+	if mode == 0 {
+		mode = 0o644
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if op.Append {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := root.OpenFile(name, flags, mode)
+	if err != nil {
+		return protocol.FileResult{}, err
+	}
+	n, err := f.Write(op.Data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return protocol.FileResult{}, err
+	}
+	uid := a.cfg.UserUID
+	if err := root.Lchown(name, uid, uid); err != nil {
+		return protocol.FileResult{}, err
+	}
+	return protocol.FileResult{Written: int64(n)}, nil
+}
+
+// chownNew gives dir and its parents inside the workspace to the user, so
+// that user code can write in directories the service created.
+func (a *Agent) chownNew(root *os.Root, dir string) error {
+	uid := a.cfg.UserUID
+	for d := dir; d != "." && d != "/"; d = path.Dir(d) {
+		if err := root.Lchown(d, uid, uid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *Agent) readFile(id uint64, root *os.Root, name string, op protocol.FileOp) error {
+	limit := op.Limit
+	if limit <= 0 || limit > maxReadBytes {
+		limit = maxReadBytes
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return errInvalid("not a regular file")
+	}
+	if op.Offset < 0 {
+		return errInvalid("offset may not be negative")
+	}
+	r := io.LimitReader(io.NewSectionReader(f, op.Offset, fi.Size()-op.Offset), limit)
+	buf := make([]byte, protocol.ChunkSize)
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			if serr := a.out.Send(id, protocol.TData, protocol.Data{Data: buf[:n]}); serr != nil {
+				return serr
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func listDir(root *os.Root, name string) (protocol.FileResult, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return protocol.FileResult{}, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(maxListItems + 1)
+	if err != nil && err != io.EOF {
+		return protocol.FileResult{}, err
+	}
+	if len(ents) > maxListItems {
+		return protocol.FileResult{}, errTooLarge("directory has more than 10000 entries")
+	}
+	res := protocol.FileResult{Entries: make([]protocol.FileInfo, 0, len(ents))}
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		res.Entries = append(res.Entries, toInfo(e.Name(), fi))
+	}
+	return res, nil
+}
+
+func toInfo(name string, fi fs.FileInfo) protocol.FileInfo {
+	t := "other"
+	switch {
+	case fi.Mode().IsRegular():
+		t = "file"
+	case fi.IsDir():
+		t = "dir"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t = "symlink"
+	}
+	return protocol.FileInfo{
+		Name: path.Base(name), Size: fi.Size(), Mode: uint32(fi.Mode().Perm()),
+		Type: t, ModTime: fi.ModTime().UnixNano(),
+	}
+}
+
+// cleanPath turns a client path into a name relative to the workspace. It
+// refuses rather than repairs anything odd.
+func cleanPath(p string) (string, string) {
+	switch {
+	case len(p) > maxPathBytes:
+		return "", "path is longer than 4096 bytes"
+	case strings.IndexByte(p, 0) >= 0:
+		return "", "path contains a NUL byte"
+	}
+	p = strings.TrimPrefix(p, "/workspace")
+	p = strings.TrimLeft(p, "/")
+	if p == "" {
+		return ".", ""
+	}
+	c := path.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", "path leaves the workspace"
+	}
+	return c, ""
+}
+
+type codedError struct{ code, msg string }
+
+func (e *codedError) Error() string { return e.msg }
+func errInvalid(msg string) error   { return &codedError{protocol.ErrInvalid, msg} }
+func errTooLarge(msg string) error  { return &codedError{protocol.ErrTooLarge, msg} }
+
+func errorCode(err error) string {
+	var ce *codedError
+	switch {
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.Is(err, fs.ErrNotExist):
+		return protocol.ErrNotFound
+	case errors.Is(err, fs.ErrExist):
+		return protocol.ErrExists
+	case strings.Contains(err.Error(), "path escapes"):
+		return protocol.ErrInvalid
+	}
+	return protocol.ErrInternal
+}
+
+// describe makes a message that names the client's path, never a path of
+// the sandbox that the client did not give.
+func describe(p string, err error) string {
+	var ce *codedError
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &ce):
+		return p + ": " + ce.msg
+	case errors.As(err, &pe):
+		return p + ": " + pe.Err.Error()
+	}
+	return p + ": " + err.Error()
+}

@@ -1,0 +1,167 @@
+package spawn
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/internal/cgroups"
+	"github.com/kiln-dev/kiln/internal/seccomp"
+)
+
+// Main runs the spawn stage with os.Args and never returns.
+func Main() {
+	code, err := run(os.Args)
+	fmt.Fprintf(os.Stderr, "kiln: %v\n", err)
+	os.Exit(code)
+}
+
+func run(args []string) (int, error) {
+	// Everything below acts on the calling thread and must reach execve on it.
+	runtime.LockOSThread()
+	if len(args) < 4 {
+		return ExitSetupFailed, errors.New("spawn: no program given")
+	}
+	var cfg Config
+	if err := json.Unmarshal([]byte(args[2]), &cfg); err != nil {
+		return ExitSetupFailed, fmt.Errorf("spawn config: %w", err)
+	}
+	argv := args[3:]
+	if err := joinCgroup(cfg.Cgroup); err != nil {
+		return ExitSetupFailed, err
+	}
+	if err := setRlimits(cfg); err != nil {
+		return ExitSetupFailed, err
+	}
+	if err := dropPrivileges(cfg.UID); err != nil {
+		return ExitSetupFailed, err
+	}
+	if err := os.Chdir(cfg.Dir); err != nil {
+		return ExitSetupFailed, fmt.Errorf("working directory %s: %w", cfg.Dir, err)
+	}
+	path, err := lookPath(argv[0])
+	if err != nil {
+		return ExitNotFound, err
+	}
+	if err := restrictPaths(cfg); err != nil {
+		return ExitSetupFailed, err
+	}
+	// close_range marks rather than closes, so stdio and the runtime keep
+	// working until the exec itself drops every descriptor above 2.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return ExitSetupFailed, fmt.Errorf("close inherited descriptors: %w", err)
+	}
+	if err := seccomp.Install(); err != nil {
+		return ExitSetupFailed, fmt.Errorf("seccomp: %w", err)
+	}
+	err = unix.Exec(path, argv, os.Environ())
+	if errors.Is(err, unix.ENOENT) {
+		return ExitNotFound, fmt.Errorf("%s: no such file or directory", argv[0])
+	}
+	return ExitSetupFailed, fmt.Errorf("exec %s: %w", argv[0], err)
+}
+
+func joinCgroup(spec []byte) error {
+	if len(spec) == 0 {
+		return errors.New("spawn: no cgroup given; refusing to run without limits")
+	}
+	var hs cgroups.HandleSpec
+	if err := json.Unmarshal(spec, &hs); err != nil {
+		return fmt.Errorf("cgroup spec: %w", err)
+	}
+	h, err := cgroups.FromSpec(hs)
+	if err != nil {
+		return err
+	}
+	if err := h.Join(); err != nil {
+		return fmt.Errorf("join user cgroup: %w", err)
+	}
+	return nil
+}
+
+func setRlimits(cfg Config) error {
+	for _, l := range []struct {
+		res int
+		v   uint64
+	}{
+		{unix.RLIMIT_NOFILE, uint64(cfg.OpenFiles)},
+		{unix.RLIMIT_FSIZE, uint64(cfg.FileSize)},
+		{unix.RLIMIT_CORE, 0},
+	} {
+		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.v, Max: l.v}); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", l.res, err)
+		}
+	}
+	return nil
+}
+
+// dropPrivileges empties the bounding set, becomes uid/gid, and clears every
+// remaining capability set, so nothing can be regained by exec.
+func dropPrivileges(uid int) error {
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setresgid(uid, uid, uid); err != nil {
+		return fmt.Errorf("setgid: %w", err)
+	}
+	if err := syscall.Setresuid(uid, uid, uid); err != nil {
+		return fmt.Errorf("setuid: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("clear capabilities: %w", err)
+	}
+	return nil
+}
+
+func lookPath(name string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s: command not found", name)
+	}
+	return p, nil
+}
+
+// restrictPaths applies Landlock: read and execute anywhere in the (already
+// read-only) root, write only where the sandbox allows writes. Signals and
+// abstract unix sockets are scoped to the user's own domain, which keeps
+// user code from signalling the agent.
+func restrictPaths(cfg Config) error {
+	conf := landlock.V6
+	if !cfg.Landlock {
+		conf = conf.BestEffort()
+	}
+	rules := []landlock.Rule{
+		landlock.RODirs("/"),
+		landlock.RWDirs(cfg.WritePath...).IgnoreIfMissing(),
+		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/tty").WithIoctlDev().IgnoreIfMissing(),
+		landlock.RWDirs("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
+	}
+	if err := conf.RestrictPaths(rules...); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	if err := conf.RestrictScoped(); err != nil {
+		return fmt.Errorf("landlock scope: %w", err)
+	}
+	return nil
+}

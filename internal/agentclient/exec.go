@@ -1,0 +1,80 @@
+package agentclient
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/protocol"
+)
+
+// cancelGrace is how long Exec waits for the exit event after asking the
+// agent to cancel, before it gives up on the agent.
+const cancelGrace = 5 * time.Second
+
+// Exec runs req and copies its output to stdout and stderr as it arrives.
+// Cancelling ctx kills the process tree; the exit info then says Canceled.
+// A nil error means the process ran and ended; how it ended is in the info.
+func (c *Client) Exec(ctx context.Context, req protocol.Exec, stdout, stderr io.Writer) (protocol.ExitInfo, error) {
+	id, ch, err := c.request(protocol.TExec, req)
+	if err != nil {
+		return protocol.ExitInfo{}, err
+	}
+	defer c.forget(id)
+	var deadline <-chan time.Time
+	cancel := ctx.Done()
+	for {
+		select {
+		case m, ok := <-ch:
+			if !ok {
+				return protocol.ExitInfo{}, ErrClosed
+			}
+			done, info, err := handleExecEvent(m, stdout, stderr)
+			if done || err != nil {
+				return info, err
+			}
+		case <-cancel:
+			cancel = nil
+			if err := c.out.Send(id, protocol.TCancel, nil); err != nil {
+				return protocol.ExitInfo{}, fmt.Errorf("%w: %v", ErrClosed, err)
+			}
+			deadline = time.After(cancelGrace)
+		case <-deadline:
+			return protocol.ExitInfo{}, fmt.Errorf("agent did not stop the process within %v of cancel", cancelGrace)
+		}
+	}
+}
+
+func handleExecEvent(m *protocol.Message, stdout, stderr io.Writer) (bool, protocol.ExitInfo, error) {
+	var info protocol.ExitInfo
+	switch m.Type {
+	case protocol.TStdout, protocol.TStderr:
+		var d protocol.Data
+		if err := m.Decode(&d); err != nil {
+			return true, info, err
+		}
+		w := stdout
+		if m.Type == protocol.TStderr {
+			w = stderr
+		}
+		if w != nil {
+			w.Write(d.Data) // a failing writer must not stop the exec
+		}
+	case protocol.TStarted:
+	case protocol.TExit:
+		err := m.Decode(&info)
+		return true, info, err
+	case protocol.TError:
+		return true, info, remoteError(m)
+	default:
+		return true, info, fmt.Errorf("unexpected %q event during exec", m.Type)
+	}
+	return false, info, nil
+}
+
+// SendStdin writes more input to a running exec. It is not used by Exec,
+// which takes all of its stdin up front; streaming callers use it.
+func (c *Client) SendStdin(id uint64, data []byte, eof bool) error {
+	return c.out.Send(id, protocol.TStdin, protocol.Stdin{Data: data, EOF: eof})
+}

@@ -1,0 +1,77 @@
+package native
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/protocol"
+)
+
+// Spec describes one sandbox.
+type Spec struct {
+	Limits   kiln.Limits // zero fields take defaults
+	Env      []string    // extra KEY=VALUE for user processes, on top of BaseEnv
+	Hostname string      // default "sandbox"
+	HostDir  string      // optional host directory to use as the workspace (else a tmpfs)
+}
+
+// Inside the sandbox.
+const (
+	Workspace = "/workspace"
+	UserUID   = 1000
+	userName  = "user"
+)
+
+// BaseEnv is the whole environment of a user process unless Spec.Env adds
+// to it. Nothing of the host's environment reaches the sandbox.
+var BaseEnv = []string{
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"HOME=" + Workspace,
+	"USER=" + userName,
+	"LOGNAME=" + userName,
+	"LANG=C.UTF-8",
+	"LC_ALL=C.UTF-8",
+	"TMPDIR=/tmp",
+	"TERM=dumb",
+	"SHELL=/bin/bash",
+}
+
+// roBinds are the host directories that make up the read-only root. On a
+// merged-/usr host the top-level ones are symlinks and are recreated as such.
+var roBinds = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcBinds are host /etc entries programs need to start or to behave as on
+// the host; none holds secrets. Missing ones are skipped.
+var etcBinds = []string{
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
+	"ssl", "ca-certificates", "mime.types", "protocols", "services", "fonts",
+	"python3", "python3.11", "matplotlibrc", "bash.bashrc", "profile", "inputrc",
+	"java-17-openjdk", "xdg", "magic",
+}
+
+func etcFiles(hostname string) []protocol.File {
+	return []protocol.File{
+		{Name: "passwd", Data: "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n" +
+			fmt.Sprintf("%s:x:%d:%d:kiln user:%s:/bin/bash\n", userName, UserUID, UserUID, Workspace) +
+			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"},
+		{Name: "group", Data: fmt.Sprintf("root:x:0:\n%s:x:%d:\nnogroup:x:65534:\n", userName, UserUID)},
+		{Name: "hosts", Data: "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + hostname + "\n"},
+		{Name: "hostname", Data: hostname + "\n"},
+		{Name: "resolv.conf", Data: "# kiln: this sandbox has no network\n"},
+		{Name: "nsswitch.conf", Data: "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n"},
+	}
+}
+
+// validHostname accepts an RFC 1123 label.
+func validHostname(h string) error {
+	if len(h) == 0 || len(h) > 63 || strings.HasPrefix(h, "-") || strings.HasSuffix(h, "-") {
+		return kiln.Errorf(kiln.Invalid, "hostname %q must be 1 to 63 letters, digits or inner hyphens", h)
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return kiln.Errorf(kiln.Invalid, "hostname %q must be 1 to 63 letters, digits or inner hyphens", h)
+		}
+	}
+	return nil
+}

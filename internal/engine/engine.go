@@ -1,0 +1,223 @@
+// Package engine runs code: it picks the language, makes a sandbox, puts
+// the program and its files in, runs it with the limits asked for, streams
+// the output and destroys the sandbox. The CLI, the security suite and
+// (later) the service all run code through it.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kiln-dev/kiln/internal/agentclient"
+	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/protocol"
+)
+
+// Bounds on what a run may bring in.
+const (
+	MaxCodeBytes  = 1 << 20  // the program itself
+	MaxFilesBytes = 64 << 20 // every file copied in, together
+	MaxFiles      = 1000
+	MaxStdinBytes = 16 << 20
+	MaxArgs       = 1024
+)
+
+// Engine runs code in sandboxes from one backend.
+type Engine struct {
+	backend *native.Backend
+	log     *slog.Logger
+}
+
+// New returns an engine on b.
+func New(b *native.Backend, log *slog.Logger) *Engine { return &Engine{backend: b, log: log} }
+
+// File is a file copied into the workspace before the program runs.
+type File struct {
+	Path string // relative to the workspace
+	Data []byte
+	Mode uint32 // permission bits; 0 means 0644
+}
+
+// Run is a one-shot execution.
+type Run struct {
+	Language string
+	Code     string
+	Args     []string
+	Stdin    []byte
+	Files    []File
+	Limits   kiln.Limits
+}
+
+// ProgramName is the workspace file that holds the code of language l.
+func ProgramName(l *lang.Language) string { return "main" + l.Ext }
+
+// Run executes r in a fresh sandbox that is destroyed before it returns.
+// Output is written to stdout and stderr as it is produced. The error is
+// non-nil only when the program could not be run; how it ended is in Exit.
+func (e *Engine) Run(ctx context.Context, r Run, stdout, stderr io.Writer) (kiln.Exit, error) {
+	l, err := validate(r)
+	if err != nil {
+		return kiln.Exit{}, err
+	}
+	lim := r.Limits.WithDefaults()
+	sb, err := e.backend.Create(ctx, native.Spec{Limits: r.Limits, Env: l.Env})
+	if err != nil {
+		return kiln.Exit{}, err
+	}
+	defer sb.Destroy(context.Background())
+
+	files := append([]File{{Path: ProgramName(l), Data: []byte(r.Code)}}, r.Files...)
+	for _, f := range files {
+		if err := sb.Agent.WriteFile(ctx, f.Path, f.Data, f.Mode); err != nil {
+			return kiln.Exit{}, fileError(f.Path, err)
+		}
+	}
+	req := protocol.Exec{
+		Argv:        append(l.Argv(ProgramName(l)), r.Args...),
+		Stdin:       r.Stdin,
+		TimeoutMs:   lim.Timeout.Milliseconds(),
+		OutputBytes: lim.OutputBytes,
+	}
+	info, err := sb.Agent.Exec(ctx, req, stdout, stderr)
+	if err != nil {
+		return kiln.Exit{}, kiln.Wrap(kiln.SandboxError, err, "the sandbox stopped answering")
+	}
+	return toExit(info), nil
+}
+
+func validate(r Run) (*lang.Language, error) {
+	l, err := lang.Lookup(r.Language)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Available(); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(r.Code) == "" {
+		return nil, kiln.Errorf(kiln.Invalid, "the program is empty")
+	}
+	if len(r.Code) > MaxCodeBytes {
+		return nil, kiln.Errorf(kiln.TooLarge, "the program is %s; the limit is %s", kiln.FormatBytes(int64(len(r.Code))), kiln.FormatBytes(MaxCodeBytes))
+	}
+	if len(r.Stdin) > MaxStdinBytes {
+		return nil, kiln.Errorf(kiln.TooLarge, "stdin is %s; the limit is %s", kiln.FormatBytes(int64(len(r.Stdin))), kiln.FormatBytes(MaxStdinBytes))
+	}
+	if len(r.Args) > MaxArgs {
+		return nil, kiln.Errorf(kiln.TooLarge, "%d arguments given; the limit is %d", len(r.Args), MaxArgs)
+	}
+	if err := validateFiles(l, r.Files); err != nil {
+		return nil, err
+	}
+	return l, r.Limits.Validate()
+}
+
+func validateFiles(l *lang.Language, files []File) error {
+	if len(files) > MaxFiles {
+		return kiln.Errorf(kiln.TooLarge, "%d files given; the limit is %d", len(files), MaxFiles)
+	}
+	total := 0
+	for _, f := range files {
+		total += len(f.Data)
+		if err := ValidatePath(f.Path); err != nil {
+			return err
+		}
+		if path.Clean(f.Path) == ProgramName(l) {
+			return kiln.Errorf(kiln.Invalid, "file %q would replace the program itself; rename it", f.Path)
+		}
+	}
+	if total > MaxFilesBytes {
+		return kiln.Errorf(kiln.TooLarge, "the files total %s; the limit is %s", kiln.FormatBytes(int64(total)), kiln.FormatBytes(MaxFilesBytes))
+	}
+	return nil
+}
+
+// ValidatePath accepts a relative path that stays inside the workspace.
+func ValidatePath(p string) error {
+	switch {
+	case p == "":
+		return kiln.Errorf(kiln.Invalid, "a file needs a name")
+	case !utf8.ValidString(p) || strings.ContainsAny(p, "\x00\n\r"):
+		return kiln.Errorf(kiln.Invalid, "file name %q has bytes that are not allowed (NUL, newlines, invalid UTF-8)", p)
+	case len(p) > 1024:
+		return kiln.Errorf(kiln.Invalid, "file name is longer than 1024 bytes")
+	case path.IsAbs(p):
+		return kiln.Errorf(kiln.Invalid, "file name %q must be relative to the workspace", p)
+	}
+	if c := path.Clean(p); c == "." || c == ".." || strings.HasPrefix(c, "../") {
+		return kiln.Errorf(kiln.Invalid, "file name %q leaves the workspace", p)
+	}
+	return nil
+}
+
+func fileError(p string, err error) error {
+	var re *agentclient.RemoteError
+	if errors.As(err, &re) {
+		kind := kiln.Invalid
+		if re.Code == protocol.ErrInternal {
+			kind = kiln.SandboxError
+		}
+		if strings.Contains(re.Message, "no space left") || strings.Contains(re.Message, "file too large") {
+			kind = kiln.TooLarge
+		}
+		return kiln.Wrap(kind, err, "cannot copy %s into the sandbox", p)
+	}
+	return kiln.Wrap(kiln.SandboxError, err, "cannot copy %s into the sandbox", p)
+}
+
+func toExit(in protocol.ExitInfo) kiln.Exit {
+	x := kiln.Exit{
+		Code:     in.Code,
+		Signal:   in.Signal,
+		Canceled: in.Canceled,
+		Usage: kiln.Usage{
+			Wall:        time.Duration(in.WallNs),
+			CPU:         time.Duration(in.CPUNs),
+			PeakMemory:  in.PeakMemory,
+			OutputBytes: in.OutputBytes,
+		},
+	}
+	for _, hit := range []struct {
+		on bool
+		l  kiln.LimitHit
+	}{
+		{in.TimedOut, kiln.HitTime}, {in.OOMKilled, kiln.HitMemory},
+		{in.PidsLimited, kiln.HitPids}, {in.OutputTruncated, kiln.HitOutput},
+	} {
+		if hit.on {
+			x.Limits = append(x.Limits, hit.l)
+		}
+	}
+	return x
+}
+
+// Describe puts the limits an execution hit into plain words, one line
+// each, for a terminal.
+func Describe(x kiln.Exit, lim kiln.Limits) []string {
+	lim = lim.WithDefaults()
+	var lines []string
+	for _, h := range x.Limits {
+		switch h {
+		case kiln.HitTime:
+			lines = append(lines, fmt.Sprintf("kiln: time limit reached: the program ran longer than %v and was stopped", lim.Timeout))
+		case kiln.HitMemory:
+			lines = append(lines, fmt.Sprintf("kiln: memory limit reached: the program needed more than %s and was killed", kiln.FormatBytes(lim.MemoryBytes)))
+		case kiln.HitPids:
+			lines = append(lines, fmt.Sprintf("kiln: process limit reached: the program tried to run more than %d processes or threads at once", lim.Pids))
+		case kiln.HitOutput:
+			lines = append(lines, fmt.Sprintf("kiln: output limit reached: the program wrote more than %s; the output was truncated and the program stopped", kiln.FormatBytes(lim.OutputBytes)))
+		}
+	}
+	if x.Canceled {
+		lines = append(lines, "kiln: the run was cancelled")
+	}
+	return lines
+}
