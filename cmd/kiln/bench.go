@@ -2,10 +2,50 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+
+	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/bench"
+	"github.com/kiln-dev/kiln/internal/engine"
 )
 
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return fmt.Errorf("bench: not yet")
+	fs := flag.NewFlagSet("kiln bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := bench.Options{Concurrency: []int{1, 2, 8}}
+	fs.IntVar(&o.Runs, "runs", 50, "latency samples per measurement")
+	fs.IntVar(&o.Throughput, "throughput-runs", 200, "runs per throughput measurement")
+	cliToo := fs.Bool("cli", true, "also time `kiln run` as a separate process")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if o.Runs < 1 || o.Throughput < 1 {
+		return fmt.Errorf("--runs and --throughput-runs must be at least 1")
+	}
+	if *cliToo {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.KilnBinary = self
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b, err := native.New(native.Config{}, log)
+	if err != nil {
+		return err
+	}
+	r, err := bench.Run(ctx, engine.New(b, log), o, stderr)
+	if err != nil {
+		return err
+	}
+	r.Print(stdout)
+	return nil
 }

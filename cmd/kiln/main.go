@@ -15,23 +15,11 @@ import (
 	"syscall"
 
 	"github.com/kiln-dev/kiln/internal/agent"
-	"github.com/kiln-dev/kiln/internal/agent/boot"
-	"github.com/kiln-dev/kiln/internal/agent/spawn"
-	"github.com/kiln-dev/kiln/internal/backend/native"
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
 func main() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case native.BootArg:
-			boot.Main()
-		case boot.AgentArg:
-			agent.Main()
-		case spawn.Arg:
-			spawn.Main()
-		}
-	}
+	agent.Dispatch() // returns only when this is not a sandbox stage
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

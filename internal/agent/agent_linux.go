@@ -15,9 +15,15 @@ import (
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
-// Main runs the agent until the service hangs up or asks it to shut down.
+// Main builds the sandbox (package boot) and then runs the agent until the
+// service hangs up or asks it to shut down. It never returns.
 func Main() {
-	if err := run(); err != nil {
+	cfg, err := boot.Setup()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kiln boot: %v\n", err)
+		os.Exit(1)
+	}
+	if err := run(*cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "kiln agent: %v\n", err)
 		os.Exit(1)
 	}
@@ -37,11 +43,7 @@ type Agent struct {
 	files sync.Mutex // one file operation at a time keeps chown and sizes simple
 }
 
-func run() error {
-	var cfg protocol.AgentConfig
-	if err := json.Unmarshal([]byte(os.Getenv(boot.AgentEnv)), &cfg); err != nil {
-		return fmt.Errorf("agent config: %w", err)
-	}
+func run(cfg protocol.AgentConfig) error {
 	os.Clearenv()
 	var hs cgroups.HandleSpec
 	if err := json.Unmarshal(cfg.Cgroup, &hs); err != nil {

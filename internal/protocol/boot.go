@@ -42,6 +42,10 @@ type AgentConfig struct {
 	Landlock  bool            `json:"landlock"` // required: fail an exec rather than run it without Landlock
 }
 
+// BootArg is argv[1] of a re-executed kiln that is to become a sandbox's
+// PID 1. The service starts it; nobody else should.
+const BootArg = "__kiln-sandbox"
+
 // Fixed descriptors in the init stage. The service lays them out with
 // exec.Cmd.ExtraFiles, which starts at 3.
 const (

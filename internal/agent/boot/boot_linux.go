@@ -5,56 +5,34 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
-// AgentArg is argv[1] of the agent stage.
-const AgentArg = "__kiln-agent"
-
-// AgentEnv carries the agent's configuration across the exec.
-const AgentEnv = "KILN_AGENT_CONFIG"
-
-// Main runs the boot stage and, on success, never returns: the process
-// becomes the agent. Errors go to stderr, which the service reads.
-func Main() {
-	if err := run(); err != nil {
-		fmt.Fprintf(os.Stderr, "kiln boot: %v\n", err)
-		os.Exit(1)
-	}
-}
-
-func run() error {
-	// The namespace calls below must stay on one thread, the one that execs.
-	runtime.LockOSThread()
+// Setup builds the sandbox from the inside and returns the agent's
+// configuration. The process then goes on as the agent.
+func Setup() (*protocol.AgentConfig, error) {
 	if os.Getpid() != 1 {
-		return fmt.Errorf("not PID 1 of a new pid namespace; this mode is started by kiln itself")
+		return nil, fmt.Errorf("not PID 1 of a new pid namespace; this mode is started by kiln itself")
 	}
 	cfg, err := readBoot()
 	if err != nil {
-		return err
-	}
-	// The service moved us into the agent cgroup before sending the config;
-	// a new cgroup namespace makes that cgroup our root, hiding the host's layout.
-	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
-		return fmt.Errorf("unshare cgroup namespace: %w", err)
+		return nil, err
 	}
 	if err := buildRoot(cfg); err != nil {
-		return err
+		return nil, err
 	}
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
-		return fmt.Errorf("sethostname: %w", err)
+		return nil, fmt.Errorf("sethostname: %w", err)
 	}
 	if err := loopbackUp(); err != nil {
-		return err
+		return nil, err
 	}
 	// Nested user namespaces are blocked by seccomp too; this is a second wall.
 	_ = os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0)
-	return execAgent(cfg.Agent)
+	return &cfg.Agent, nil
 }
 
 func readBoot() (*protocol.Boot, error) {
@@ -87,40 +65,6 @@ func loopbackUp() error {
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
 		return fmt.Errorf("loopback up: %w", err)
-	}
-	return nil
-}
-
-func execAgent(a protocol.AgentConfig) error {
-	data, err := json.Marshal(a)
-	if err != nil {
-		return err
-	}
-	// Only the descriptors the agent needs survive the exec.
-	keep := map[int]bool{0: true, 1: true, 2: true, a.ConnFD: true}
-	for _, fd := range a.KeepFDs {
-		keep[fd] = true
-	}
-	if err := cloexecAllBut(keep); err != nil {
-		return err
-	}
-	env := []string{AgentEnv + "=" + string(data)}
-	err = unix.Exec("/proc/self/exe", []string{"kiln-agent", AgentArg}, env)
-	return fmt.Errorf("exec agent: %w", err)
-}
-
-// cloexecAllBut marks every open descriptor close-on-exec except keep.
-func cloexecAllBut(keep map[int]bool) error {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return fmt.Errorf("list fds: %w", err)
-	}
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || keep[fd] {
-			continue
-		}
-		unix.CloseOnExec(fd)
 	}
 	return nil
 }

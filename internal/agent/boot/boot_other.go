@@ -3,17 +3,12 @@
 package boot
 
 import (
-	"fmt"
-	"os"
+	"errors"
+
+	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
-const (
-	AgentArg = "__kiln-agent"
-	AgentEnv = "KILN_AGENT_CONFIG"
-)
-
-// Main fails: sandboxes need Linux.
-func Main() {
-	fmt.Fprintln(os.Stderr, "kiln boot: sandboxes need Linux")
-	os.Exit(1)
+// Setup fails: sandboxes need Linux.
+func Setup() (*protocol.AgentConfig, error) {
+	return nil, errors.New("sandboxes need Linux")
 }

@@ -38,6 +38,11 @@ func run(args []string) (int, error) {
 	if err := joinCgroup(cfg.Cgroup); err != nil {
 		return ExitSetupFailed, err
 	}
+	// A cgroup namespace rooted at the user cgroup: the program sees its
+	// own cgroup as "/" and nothing of the agent's or the host's layout.
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		return ExitSetupFailed, fmt.Errorf("cgroup namespace: %w", err)
+	}
 	if err := setRlimits(cfg); err != nil {
 		return ExitSetupFailed, err
 	}

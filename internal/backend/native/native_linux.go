@@ -23,9 +23,6 @@ import (
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
-// BootArg is argv[1] of the boot stage.
-const BootArg = "__kiln-boot"
-
 // uidsPerSandbox is the size of each sandbox's host uid range: enough for
 // every uid a Debian userland uses inside (root, user, nobody at 65534).
 const uidsPerSandbox = 65536
@@ -160,13 +157,13 @@ func (s *Sandbox) start(ctx context.Context, spec Spec, lim kiln.Limits) error {
 	extra := append([]*os.File{bootR, child}, handles.Files()...)
 	s.cmd = &exec.Cmd{
 		Path:       "/proc/self/exe",
-		Args:       []string{"kiln-init", BootArg},
+		Args:       []string{"kiln-init", protocol.BootArg},
 		Env:        []string{},
 		ExtraFiles: extra,
 		Stderr:     &limitedBuffer{buf: &stderr, max: 8 << 10},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
-				unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+				unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(s.HostUID), Size: uidsPerSandbox}},
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(s.HostUID), Size: uidsPerSandbox}},
 			GidMappingsEnableSetgroups: true,
