@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
@@ -119,14 +118,24 @@ func dropPrivileges(uid int) error {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
-	if err := syscall.Setgroups(nil); err != nil {
-		return fmt.Errorf("setgroups: %w", err)
-	}
-	if err := syscall.Setresgid(uid, uid, uid); err != nil {
-		return fmt.Errorf("setgid: %w", err)
-	}
-	if err := syscall.Setresuid(uid, uid, uid); err != nil {
-		return fmt.Errorf("setuid: %w", err)
+	// Raw calls change this thread only, which is the one that execs; the
+	// other runtime threads die at execve. syscall.Setuid would stop the
+	// world to change them all.
+	for _, c := range []struct {
+		name       string
+		nr, a1, a2 uintptr
+	}{
+		{"setgroups", unix.SYS_SETGROUPS, 0, 0},
+		{"setresgid", unix.SYS_SETRESGID, uintptr(uid), uintptr(uid)},
+		{"setresuid", unix.SYS_SETRESUID, uintptr(uid), uintptr(uid)},
+	} {
+		a0 := uintptr(uid)
+		if c.nr == unix.SYS_SETGROUPS {
+			a0 = 0
+		}
+		if _, _, e := unix.RawSyscall(c.nr, a0, c.a1, c.a2); e != 0 {
+			return fmt.Errorf("%s: %w", c.name, e)
+		}
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData

@@ -81,7 +81,13 @@ func New(cfg Config, log *slog.Logger) (*Backend, error) {
 		return nil, kiln.Wrap(kiln.Unsupported, err, "this host's cgroups cannot limit sandboxes")
 	}
 	cgh.RootGroup = cfg.CgroupRoot
-	return &Backend{cfg: cfg, cg: cgh, landlock: probe.LandlockABI > 0, log: log}, nil
+	b := &Backend{cfg: cfg, cg: cgh, landlock: probe.LandlockABI > 0, log: log}
+	if n, err := b.CleanOrphans(context.Background()); err != nil {
+		log.Warn("cleaning up after earlier sandboxes", "err", err)
+	} else if n > 0 {
+		log.Info("removed what earlier sandboxes left behind", "sandboxes", n)
+	}
+	return b, nil
 }
 
 // Sandbox is one running native sandbox.
@@ -93,6 +99,7 @@ type Sandbox struct {
 
 	b     *Backend
 	slot  *slot
+	live  *os.File
 	group *cgroups.Group
 	cmd   *exec.Cmd
 	conn  *os.File
@@ -123,6 +130,9 @@ func (b *Backend) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error)
 		return nil, kiln.Wrap(kiln.Unavailable, err, "no sandbox slot is free")
 	}
 	s.HostUID = b.hostUID(s.slot)
+	if s.live, err = b.markLive(s.ID); err != nil {
+		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot register the sandbox")
+	}
 	user := cgroups.Limits{MemoryBytes: lim.MemoryBytes, Pids: lim.Pids, CPUMillis: lim.CPUMillis}
 	if s.group, err = b.cg.Create(s.ID, user, cgroups.DefaultAgentLimits()); err != nil {
 		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot create the sandbox's cgroup")
@@ -267,6 +277,9 @@ func (s *Sandbox) destroy(ctx context.Context) error {
 		if err := s.group.Destroy(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if s.live != nil && len(errs) == 0 {
+		s.b.unmarkLive(s.ID, s.live)
 	}
 	if s.slot != nil {
 		s.slot.release()

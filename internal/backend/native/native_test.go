@@ -158,3 +158,36 @@ func BenchmarkExecPython(b *testing.B) {
 		run(b, sb, "/usr/bin/python3", "-c", "print(1)")
 	}
 }
+
+// TestCleanOrphans plays a kiln process that was killed while its sandbox
+// ran: the sandbox's live file is unlocked and its cgroup remains. A new
+// backend must remove both.
+func TestCleanOrphans(t *testing.T) {
+	b := newBackend(t)
+	ctx := context.Background()
+	sb, err := b.Create(ctx, Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kill the sandbox but leave its cgroup and live file, as a crash would.
+	sb.cmd.Process.Kill()
+	sb.cmd.Wait()
+	sb.live.Close()
+	sb.slot.release()
+
+	if _, err := New(Config{}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := b.cg.Orphans()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if id == sb.ID {
+			t.Errorf("cgroup of crashed sandbox %s still there", sb.ID)
+		}
+	}
+	if _, err := os.Stat(b.liveDir() + "/" + sb.ID); !os.IsNotExist(err) {
+		t.Errorf("live file of crashed sandbox still there: %v", err)
+	}
+}
