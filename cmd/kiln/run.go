@@ -231,4 +231,3 @@ func doctorCmd(ctx context.Context, stdout io.Writer) error {
 	}
 	return nil
 }
-

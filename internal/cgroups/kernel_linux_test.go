@@ -300,7 +300,9 @@ func TestKernelMemoryLimit(t *testing.T) {
 	if stats.OOMKills < 1 {
 		t.Errorf("Stats().OOMKills = %d, want at least 1", stats.OOMKills)
 	}
-	if p := stats.PeakMemoryBytes; p < limit-8<<20 || p > limit {
+	// The kernel may charge a few pages past the limit (forced charges
+	// while the OOM victim exits).
+	if p := stats.PeakMemoryBytes; p < limit-8<<20 || p > limit+1<<20 {
 		t.Errorf("Stats().PeakMemoryBytes = %d, want near the limit %d", p, limit)
 	}
 	hs := openHandles(t, g)
@@ -444,7 +446,7 @@ while True:
 
 func TestKernelCPULimit(t *testing.T) {
 	h := realHost(t)
-	g := create(t, h, "cpu", Limits{MemoryBytes: 256 << 20, Pids: 64, CPUMillis: 500})
+	g := create(t, h, "cpu", Limits{MemoryBytes: 256 << 20, Pids: 64, CPUMillis: 200})
 
 	spin := startHelper(t, openHandles(t, g), "spin")
 	if out, err := spin.wait(); err != nil {
@@ -454,11 +456,13 @@ func TestKernelCPULimit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stats: %v", err)
 	}
-	// Four threads spinning for a second under half a CPU.
-	if stats.CPUTime < 100*time.Millisecond || stats.CPUTime > 800*time.Millisecond {
-		t.Errorf("Stats().CPUTime = %v after spinning 1s at 500 millis, want about 500ms", stats.CPUTime)
+	// Four threads spinning for a second under a fifth of a CPU: about
+	// 200ms, give or take a period. Uncapped, even on a busy two-CPU machine,
+	// they get well over 800ms.
+	if stats.CPUTime < 50*time.Millisecond || stats.CPUTime > 450*time.Millisecond {
+		t.Errorf("Stats().CPUTime = %v after spinning 1s at 200 millis, want about 200ms", stats.CPUTime)
 	}
-	t.Logf("CPU time after spinning four threads for 1s at 500 millis: %v", stats.CPUTime)
+	t.Logf("CPU time after spinning four threads for 1s at 200 millis: %v", stats.CPUTime)
 }
 
 // On a v1 host, the cgroup2 mount has no controllers but does have

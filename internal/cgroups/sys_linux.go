@@ -15,9 +15,6 @@ import (
 // held its pid during that listing, so it was in the group then, and only
 // root moves processes out.
 func killPids(pids []int, listed func() (map[int]bool, error)) error {
-	if true {
-		return nil
-	}
 	fds := map[int]int{}
 	defer func() {
 		for _, fd := range fds {

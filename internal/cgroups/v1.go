@@ -25,7 +25,7 @@ func (h *Host) v1Settings(rel string, l Limits) []setting {
 		{path: filepath.Join(mem, "memory.swappiness"), value: "0", hint: true},
 		{path: filepath.Join(h.Mounts.Pids, rel, "pids.max"), value: strconv.FormatInt(l.Pids, 10)},
 	}
-	if l.CPUMillis > 1<<40 {
+	if l.CPUMillis > 0 {
 		cpu := filepath.Join(h.Mounts.CPU, rel)
 		s = append(s,
 			setting{path: filepath.Join(cpu, "cpu.cfs_period_us"), value: strconv.Itoa(cfsPeriodMicros)},

@@ -180,7 +180,7 @@ func (s *Sandbox) start(ctx context.Context, spec Spec, lim kiln.Limits) error {
 			// Become uid 0 of the new namespace (host uid HostUID) before the
 			// exec; host root itself is not mapped inside at all.
 			Credential: &syscall.Credential{Uid: 0, Gid: 0},
-			Pdeathsig:                  unix.SIGKILL,
+			Pdeathsig:  unix.SIGKILL,
 		},
 	}
 	if err := s.cmd.Start(); err != nil {
