@@ -80,6 +80,12 @@ func isLocal(p string) bool {
 
 func (a *Agent) runExec(id uint64, req protocol.Exec) {
 	x := &execution{id: id, stdin: make(chan protocol.Stdin, 16), limit: req.OutputBytes}
+	for _, op := range req.Files {
+		if err := a.writeForExec(op); err != nil {
+			a.fail(id, errorCode(err), describe(op.Path, err))
+			return
+		}
+	}
 	pipes, err := newPipes()
 	if err != nil {
 		a.fail(id, protocol.ErrInternal, "pipes: "+err.Error())

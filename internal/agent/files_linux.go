@@ -43,6 +43,26 @@ func (a *Agent) fileOp(id uint64, op protocol.FileOp) {
 	a.out.Send(id, protocol.TOK, res)
 }
 
+// writeForExec writes one of an exec request's files.
+func (a *Agent) writeForExec(op protocol.FileOp) error {
+	if op.Op != protocol.FileWrite {
+		return errInvalid("only writes may come with an exec")
+	}
+	name, msg := cleanPath(op.Path)
+	if msg != "" {
+		return errInvalid(msg)
+	}
+	a.files.Lock()
+	defer a.files.Unlock()
+	root, err := os.OpenRoot(a.cfg.Workspace)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	_, err = a.writeFile(root, name, op)
+	return err
+}
+
 func (a *Agent) doFileOp(id uint64, root *os.Root, name string, op protocol.FileOp) (protocol.FileResult, error) {
 	switch op.Op {
 	case protocol.FileWrite:

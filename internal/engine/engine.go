@@ -75,24 +75,39 @@ func (e *Engine) Run(ctx context.Context, r Run, stdout, stderr io.Writer) (kiln
 	}
 	defer sb.Destroy(context.Background())
 
-	files := append([]File{{Path: ProgramName(l), Data: []byte(r.Code)}}, r.Files...)
-	for _, f := range files {
-		if err := sb.Agent.WriteFile(ctx, f.Path, f.Data, f.Mode); err != nil {
-			return kiln.Exit{}, fileError(f.Path, err)
-		}
-	}
 	req := protocol.Exec{
 		Argv:        append(l.Argv(ProgramName(l)), r.Args...),
 		Stdin:       r.Stdin,
 		TimeoutMs:   lim.Timeout.Milliseconds(),
 		OutputBytes: lim.OutputBytes,
 	}
+	// Small files travel with the exec request; large ones go first, in chunks.
+	files := append([]File{{Path: ProgramName(l), Data: []byte(r.Code)}}, r.Files...)
+	inline := 0
+	for _, f := range files {
+		if inline+len(f.Data) <= inlineBytes {
+			inline += len(f.Data)
+			req.Files = append(req.Files, protocol.FileOp{Op: protocol.FileWrite, Path: f.Path, Data: f.Data, Mode: f.Mode})
+			continue
+		}
+		if err := sb.Agent.WriteFile(ctx, f.Path, f.Data, f.Mode); err != nil {
+			return kiln.Exit{}, fileError(f.Path, err)
+		}
+	}
 	info, err := sb.Agent.Exec(ctx, req, stdout, stderr)
+	var re *agentclient.RemoteError
+	if errors.As(err, &re) {
+		return kiln.Exit{}, fileError("", err)
+	}
 	if err != nil {
 		return kiln.Exit{}, kiln.Wrap(kiln.SandboxError, err, "the sandbox stopped answering")
 	}
 	return toExit(info), nil
 }
+
+// inlineBytes is how much file data may ride in the exec request itself;
+// it keeps the frame well below protocol.MaxFrame after base64.
+const inlineBytes = 1 << 20
 
 func validate(r Run) (*lang.Language, error) {
 	l, err := lang.Lookup(r.Language)
@@ -168,7 +183,8 @@ func fileError(p string, err error) error {
 		if strings.Contains(re.Message, "no space left") || strings.Contains(re.Message, "file too large") {
 			kind = kiln.TooLarge
 		}
-		return kiln.Wrap(kind, err, "cannot copy %s into the sandbox", p)
+		// The agent's message names the client's own path, so it is safe to show.
+		return kiln.Wrap(kind, err, "cannot copy files into the sandbox: %s", re.Message)
 	}
 	return kiln.Wrap(kiln.SandboxError, err, "cannot copy %s into the sandbox", p)
 }

@@ -40,6 +40,9 @@ type Exec struct {
 	StdinOpen   bool     `json:"stdin_open,omitempty"` // more stdin follows in TStdin messages
 	TimeoutMs   int64    `json:"timeout_ms"`
 	OutputBytes int64    `json:"output_bytes"`
+	// Files are written into the workspace before the process starts, saving
+	// a round trip each; if one fails, nothing runs. Only FileWrite ops.
+	Files []FileOp `json:"files,omitempty"`
 }
 
 // Stdin carries more input for a running exec. EOF closes its stdin.
