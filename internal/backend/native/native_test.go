@@ -191,3 +191,7 @@ func TestCleanOrphans(t *testing.T) {
 		t.Errorf("live file of crashed sandbox still there: %v", err)
 	}
 }
+
+func smallDisk() kiln.Limits {
+	return kiln.Limits{WorkspaceBytes: 2 * kiln.MiB, TmpBytes: 2 * kiln.MiB}
+}
