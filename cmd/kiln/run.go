@@ -52,6 +52,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		cpus           float64
 		files          fileFlags
 		lim            kiln.Limits
+		stats          bool
 	)
 	fs.StringVar(&language, "lang", "", "language: "+strings.Join(lang.Names(), ", ")+" (default: from the file's extension)")
 	fs.StringVar(&language, "l", "", "short for --lang")
@@ -63,6 +64,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.Float64Var(&cpus, "cpus", 0, "CPU limit in CPUs, e.g. 0.5 (default 1)")
 	fs.Var(&files, "file", "copy a local file into the workspace: LOCAL[:DEST] (repeatable)")
 	fs.Var(&files, "f", "short for --file")
+	fs.BoolVar(&stats, "stats", false, "print the exit status, wall and CPU time and peak memory on stderr")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: kiln run [flags] FILE|- [ARGS...]  or  kiln run [flags] --lang L -c CODE [-- ARGS...]\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -89,7 +91,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if r.Files, err = readFiles(files); err != nil {
 		return err
 	}
-	return runProgram(ctx, r, stdout, stderr)
+	return runProgram(ctx, r, stats, stdout, stderr)
 }
 
 // programSource fills in the code and language from -c, a file, or stdin.
@@ -159,7 +161,7 @@ func readFiles(specs []string) ([]engine.File, error) {
 	return out, nil
 }
 
-func runProgram(ctx context.Context, r engine.Run, stdout, stderr io.Writer) error {
+func runProgram(ctx context.Context, r engine.Run, stats bool, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b, err := native.New(native.Config{}, log)
 	if err != nil {
@@ -171,6 +173,14 @@ func runProgram(ctx context.Context, r engine.Run, stdout, stderr io.Writer) err
 	}
 	for _, line := range engine.Describe(x, r.Limits) {
 		fmt.Fprintln(stderr, line)
+	}
+	if stats {
+		status := fmt.Sprintf("exit %d", x.Code)
+		if x.Signal != "" {
+			status = "killed by " + x.Signal
+		}
+		fmt.Fprintf(stderr, "kiln: %s; wall %.1f ms, cpu %.1f ms, peak memory %.1f MiB\n", status,
+			float64(x.Usage.Wall.Microseconds())/1000, float64(x.Usage.CPU.Microseconds())/1000, float64(x.Usage.PeakMemory)/kiln.MiB)
 	}
 	switch {
 	case x.Canceled:
