@@ -6,11 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -57,7 +60,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&language, "lang", "", "language: "+strings.Join(lang.Names(), ", ")+" (default: from the file's extension)")
 	fs.StringVar(&language, "l", "", "short for --lang")
 	fs.StringVar(&code, "c", "", "the program, given on the command line")
-	fs.DurationVar(&lim.Timeout, "timeout", 0, "wall-clock limit, e.g. 10s (default 30s)")
+	fs.Var(durationFlag{&lim.Timeout}, "timeout", "wall-clock limit, e.g. 10s (default 30s)")
 	fs.Var(sizeFlag{&lim.MemoryBytes}, "memory", "memory limit, e.g. 256M (default 512M)")
 	fs.Var(sizeFlag{&lim.OutputBytes}, "output", "stdout+stderr limit, e.g. 64K (default 1M)")
 	fs.Int64Var(&lim.Pids, "pids", 0, "process and thread limit (default 128)")
@@ -76,10 +79,15 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return errUsage
 	}
 	if cpus != 0 {
-		lim.CPUMillis = int64(cpus * 1000)
+		if math.IsNaN(cpus) || cpus < 0.05 || cpus > 64 {
+			return kiln.Errorf(kiln.Invalid, "--cpus %v is outside the allowed range 0.05 to 64", cpus)
+		}
+		lim.CPUMillis = int64(math.Ceil(cpus * 1000))
 	}
 	r := engine.Run{Language: language, Code: code, Args: fs.Args(), Limits: lim}
-	codeFromStdin, err := programSource(&r, fs, stdin)
+	codeGiven := false
+	fs.Visit(func(f *flag.Flag) { codeGiven = codeGiven || f.Name == "c" })
+	codeFromStdin, err := programSource(&r, codeGiven, fs, stdin)
 	if err != nil {
 		return err
 	}
@@ -95,8 +103,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 }
 
 // programSource fills in the code and language from -c, a file, or stdin.
-func programSource(r *engine.Run, fs *flag.FlagSet, stdin io.Reader) (fromStdin bool, err error) {
-	if r.Code != "" {
+func programSource(r *engine.Run, codeGiven bool, fs *flag.FlagSet, stdin io.Reader) (fromStdin bool, err error) {
+	if codeGiven {
 		if r.Language == "" {
 			return false, kiln.Errorf(kiln.Invalid, "-c needs --lang (one of %s)", strings.Join(lang.Names(), ", "))
 		}
@@ -162,6 +170,10 @@ func readFiles(specs []string) ([]engine.File, error) {
 }
 
 func runProgram(ctx context.Context, r engine.Run, stats bool, stdout, stderr io.Writer) error {
+	// Bad input is reported before anything about the host.
+	if err := engine.Validate(r); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b, err := native.New(native.Config{}, log)
 	if err != nil {
@@ -196,7 +208,7 @@ func runProgram(ctx context.Context, r engine.Run, stats bool, stdout, stderr io
 func readFileLimited(name string, max int64) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, kiln.Wrap(kiln.Invalid, err, "cannot read %s", name)
+		return nil, kiln.Errorf(kiln.Invalid, "cannot read %s: %s", name, reason(err))
 	}
 	defer f.Close()
 	return readLimited(f, max, name)
@@ -205,7 +217,7 @@ func readFileLimited(name string, max int64) ([]byte, error) {
 func readLimited(r io.Reader, max int64, what string) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
-		return nil, kiln.Wrap(kiln.Invalid, err, "cannot read %s", what)
+		return nil, kiln.Errorf(kiln.Invalid, "cannot read %s: %s", what, reason(err))
 	}
 	if int64(len(b)) > max {
 		return nil, kiln.Errorf(kiln.TooLarge, "%s is larger than the limit of %s", what, kiln.FormatBytes(max))
@@ -229,15 +241,45 @@ func parseSize(v string) (int64, error) {
 		}
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || f*float64(mult) > 1<<50 {
+	if err != nil || math.IsNaN(f) || f <= 0 || f*float64(mult) > 1<<50 {
 		return 0, fmt.Errorf("%q is not a size; write for example 512M, 1G or 65536", v)
 	}
-	return int64(f * float64(mult)), nil
+	// Round up: a size that rounds to 0 bytes would silently mean "default".
+	return int64(math.Ceil(f * float64(mult))), nil
 }
 
 func doctorCmd(ctx context.Context, stdout io.Writer) error {
 	if err := doctorReport(ctx, stdout); err != nil {
 		return exitError{1}
 	}
+	return nil
+}
+
+// reason is the part of a local file error worth showing: "no such file or
+// directory", "permission denied", "is a directory".
+func reason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// durationFlag is a duration whose parse error shows a valid example.
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil || *f.d == 0 {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration; write for example 500ms, 10s or 2m", v)
+	}
+	*f.d = d
 	return nil
 }

@@ -109,6 +109,12 @@ func (e *Engine) Run(ctx context.Context, r Run, stdout, stderr io.Writer) (kiln
 // it keeps the frame well below protocol.MaxFrame after base64.
 const inlineBytes = 1 << 20
 
+// Validate checks a run without running it.
+func Validate(r Run) error {
+	_, err := validate(r)
+	return err
+}
+
 func validate(r Run) (*lang.Language, error) {
 	l, err := lang.Lookup(r.Language)
 	if err != nil {

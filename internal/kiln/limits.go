@@ -121,5 +121,8 @@ func FormatBytes(n int64) string {
 			return strconv.FormatFloat(float64(n)/float64(u.size), 'f', -1, 64) + " " + u.name
 		}
 	}
+	if n == 1 {
+		return "1 byte"
+	}
 	return fmt.Sprintf("%d bytes", n)
 }

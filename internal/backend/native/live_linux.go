@@ -30,6 +30,13 @@ func (b *Backend) markLive(id string) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
+	// Another process may have removed the file between our open and our
+	// lock; a lock on a removed file protects nothing.
+	var held, now unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(f.Name(), &now) != nil || held.Ino != now.Ino {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: the file was replaced while locking", f.Name())
+	}
 	return f, nil
 }
 

@@ -77,13 +77,21 @@ func (p *Probe) Verdict() error {
 		missing = append(missing, "user namespaces (user.max_user_namespaces is 0)")
 	}
 	if !p.Seccomp {
-		missing = append(missing, "seccomp filters ("+p.SeccompWhy+")")
+		why := ""
+		if p.SeccompWhy != "" {
+			why = " (" + p.SeccompWhy + ")"
+		}
+		missing = append(missing, "seccomp filters"+why)
 	}
 	if p.CgroupsErr != nil {
 		missing = append(missing, "usable cgroups ("+p.CgroupsErr.Error()+")")
 	}
 	if len(missing) > 0 {
-		return kiln.Errorf(kiln.Unsupported, "this host cannot run sandboxes securely; it lacks %s. kiln will not run code with weaker isolation", strings.Join(missing, ", "))
+		also := ""
+		if !p.Root {
+			also = " (and kiln must run as root)"
+		}
+		return kiln.Errorf(kiln.Unsupported, "this host cannot run sandboxes securely; it lacks %s%s. kiln will not run code with weaker isolation", strings.Join(missing, ", "), also)
 	}
 	if !p.Root {
 		return kiln.Errorf(kiln.Unsupported, "kiln must run as root to create sandboxes: it maps each sandbox to its own unprivileged host uid range and creates the sandbox's cgroups, and an ordinary user can do neither without a delegated cgroup and subordinate uid ranges. Run it as root (for example with sudo); user code still never runs as host root")
