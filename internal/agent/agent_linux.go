@@ -18,12 +18,23 @@ import (
 // Main builds the sandbox (package boot) and then runs the agent until the
 // service hangs up or asks it to shut down. It never returns.
 func Main() {
-	cfg, err := boot.Setup()
+	cfg, err := boot.ReadConfig()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kiln boot: %v\n", err)
 		os.Exit(1)
 	}
-	if err := run(*cfg); err != nil {
+	a, err := newAgent(cfg.Agent)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kiln agent: %v\n", err)
+		os.Exit(1)
+	}
+	// The first spare's runtime starts while the root is being built.
+	a.refill()
+	if err := boot.Build(cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "kiln boot: %v\n", err)
+		os.Exit(1)
+	}
+	if err := a.serve(protocol.NewReader(a.conn)); err != nil {
 		fmt.Fprintf(os.Stderr, "kiln agent: %v\n", err)
 		os.Exit(1)
 	}
@@ -38,35 +49,37 @@ type Agent struct {
 	reaper *reaper
 	log    *slog.Logger
 
+	conn  *os.File
 	mu    sync.Mutex
 	execs map[uint64]*execution
+	spare *spare // a spawn stage waiting for its request, or nil
 	files sync.Mutex // one file operation at a time keeps chown and sizes simple
 }
 
-func run(cfg protocol.AgentConfig) error {
+func newAgent(cfg protocol.AgentConfig) (*Agent, error) {
 	os.Clearenv()
 	var hs cgroups.HandleSpec
 	if err := json.Unmarshal(cfg.Cgroup, &hs); err != nil {
-		return fmt.Errorf("cgroup spec: %w", err)
+		return nil, fmt.Errorf("cgroup spec: %w", err)
 	}
 	cg, err := cgroups.FromSpec(hs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Inherited descriptors must not reach user processes by accident.
 	for _, fd := range append([]int{cfg.ConnFD}, cfg.KeepFDs...) {
 		syscall.CloseOnExec(fd)
 	}
 	conn := os.NewFile(uintptr(cfg.ConnFD), "conn")
-	a := &Agent{
+	return &Agent{
 		cfg:    cfg,
 		cg:     cg,
+		conn:   conn,
 		out:    protocol.NewWriter(conn),
 		reaper: startReaper(),
 		log:    slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		execs:  map[uint64]*execution{},
-	}
-	return a.serve(protocol.NewReader(conn))
+	}, nil
 }
 
 func (a *Agent) serve(in *protocol.Reader) error {

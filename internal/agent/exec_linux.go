@@ -1,13 +1,11 @@
 package agent
 
 import (
-	"encoding/json"
 	"os"
 	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -86,25 +84,26 @@ func (a *Agent) runExec(id uint64, req protocol.Exec) {
 			return
 		}
 	}
-	pipes, err := newPipes()
-	if err != nil {
-		a.fail(id, protocol.ErrInternal, "pipes: "+err.Error())
-		return
+	dir := a.cfg.Workspace
+	if req.Dir != "" {
+		dir = path.Join(dir, path.Clean(req.Dir))
 	}
-	defer pipes.closeAll()
+	sreq := spawn.Request{Argv: req.Argv, Env: append(append([]string{}, a.cfg.Env...), req.Env...), Dir: dir}
 
 	a.cg.ResetPeak()
 	before, _ := a.cg.Usage()
 	start := time.Now()
-	pid, done, err := a.reaper.start(func() (int, error) {
-		return a.fork(req, pipes)
-	})
+	s, err := a.launch(sreq)
 	if err != nil {
 		a.fail(id, protocol.ErrInternal, "start: "+err.Error())
 		return
 	}
-	x.pid = pid
-	pipes.closeChildEnds()
+	pipes := s.pipes
+	defer pipes.closeAll()
+	// The next execution's spare starts when this one is over, so that it
+	// never counts against this one's memory and pids.
+	defer func() { go a.refill() }()
+	x.pid = s.pid
 	a.mu.Lock()
 	a.execs[id] = x
 	a.mu.Unlock()
@@ -113,7 +112,7 @@ func (a *Agent) runExec(id uint64, req protocol.Exec) {
 		delete(a.execs, id)
 		a.mu.Unlock()
 	}()
-	a.out.Send(id, protocol.TStarted, protocol.Started{Pid: pid})
+	a.out.Send(id, protocol.TStarted, protocol.Started{Pid: s.pid})
 
 	go a.feedStdin(x, pipes.stdinW, req)
 	var readers sync.WaitGroup
@@ -125,7 +124,7 @@ func (a *Agent) runExec(id uint64, req protocol.Exec) {
 		x.timedOut.Store(true)
 		a.killAll()
 	})
-	st := <-done
+	st := <-s.done
 	timer.Stop()
 	waitGrace(&readers, drainGrace)
 	pipes.closeReadEnds()
@@ -135,36 +134,25 @@ func (a *Agent) runExec(id uint64, req protocol.Exec) {
 	a.out.Send(id, protocol.TExit, exitInfo(x, st, time.Since(start), before, after))
 }
 
-// fork starts the spawn stage for req with the pipes as stdio.
-func (a *Agent) fork(req protocol.Exec, p *pipes) (int, error) {
-	cgSpec, _ := json.Marshal(a.cg.Spec(3))
-	dir := a.cfg.Workspace
-	if req.Dir != "" {
-		dir = path.Join(dir, path.Clean(req.Dir))
-	}
-	cfg, err := json.Marshal(spawn.Config{
-		UID:       a.cfg.UserUID,
-		Dir:       dir,
-		Cgroup:    cgSpec,
-		OpenFiles: a.cfg.OpenFiles,
-		FileSize:  a.cfg.FileSize,
-		Landlock:  a.cfg.Landlock,
-		WritePath: []string{a.cfg.Workspace, "/tmp", "/dev/shm"},
-	})
+// launch gives req to a spare, retrying once with a fresh spare if the one
+// taken died just before (user code can kill spares).
+func (a *Agent) launch(req spawn.Request) (*spare, error) {
+	s, err := a.takeSpare()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	argv := append([]string{"kiln-spawn", spawn.Arg, string(cfg)}, req.Argv...)
-	env := append(append([]string{}, a.cfg.Env...), req.Env...)
-	files := []uintptr{p.stdinR.Fd(), p.stdoutW.Fd(), p.stderrW.Fd()}
-	for _, f := range a.cg.Files() {
-		files = append(files, f.Fd())
+	if err := s.launch(req); err == nil {
+		return s, nil
 	}
-	return syscall.ForkExec("/proc/self/exe", argv, &syscall.ProcAttr{
-		Env:   env,
-		Files: files,
-		Sys:   &syscall.SysProcAttr{Setsid: true},
-	})
+	s.discard()
+	if s, err = a.newSpare(); err != nil {
+		return nil, err
+	}
+	if err := s.launch(req); err != nil {
+		s.discard()
+		return nil, err
+	}
+	return s, nil
 }
 
 // pump forwards one output stream, stopping the exec when the output limit

@@ -20,6 +20,15 @@ func Install() error {
 	if err != nil {
 		return err
 	}
+	return Load(raw)
+}
+
+// Load is Install with a program compiled beforehand by Program, so that a
+// caller can move the compilation off its critical path.
+func Load(raw []bpf.RawInstruction) error {
+	if len(raw) == 0 {
+		return fmt.Errorf("seccomp: empty program")
+	}
 	filter := make([]unix.SockFilter, len(raw))
 	for i, r := range raw {
 		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}

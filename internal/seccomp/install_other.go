@@ -15,6 +15,9 @@ var errUnsupported = fmt.Errorf("seccomp: no filter for %s/%s: %w", runtime.GOOS
 // Install fails: filters are built only for linux/amd64 and linux/arm64.
 func Install() error { return errUnsupported }
 
+// Load fails: filters are built only for linux/amd64 and linux/arm64.
+func Load([]bpf.RawInstruction) error { return errUnsupported }
+
 // Program fails: filters are built only for linux/amd64 and linux/arm64.
 func Program() ([]bpf.RawInstruction, error) { return nil, errUnsupported }
 

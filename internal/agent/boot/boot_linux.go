@@ -11,28 +11,32 @@ import (
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
-// Setup builds the sandbox from the inside and returns the agent's
-// configuration. The process then goes on as the agent.
-func Setup() (*protocol.AgentConfig, error) {
+// ReadConfig reads the service's Boot document. It refuses to run anywhere
+// but as PID 1 of a new pid namespace.
+func ReadConfig() (*protocol.Boot, error) {
 	if os.Getpid() != 1 {
 		return nil, fmt.Errorf("not PID 1 of a new pid namespace; this mode is started by kiln itself")
 	}
-	cfg, err := readBoot()
-	if err != nil {
-		return nil, err
-	}
+	return readBoot()
+}
+
+// Build builds the sandbox from the inside: the root, the hostname and
+// loopback. Processes already started keep running and find themselves in
+// the new root, because pivot_root moves every process whose root was the
+// old one.
+func Build(cfg *protocol.Boot) error {
 	if err := buildRoot(cfg); err != nil {
-		return nil, err
+		return err
 	}
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
-		return nil, fmt.Errorf("sethostname: %w", err)
+		return fmt.Errorf("sethostname: %w", err)
 	}
 	if err := loopbackUp(); err != nil {
-		return nil, err
+		return err
 	}
 	// Nested user namespaces are blocked by seccomp too; this is a second wall.
 	_ = os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0)
-	return &cfg.Agent, nil
+	return nil
 }
 
 func readBoot() (*protocol.Boot, error) {

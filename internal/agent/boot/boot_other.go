@@ -8,7 +8,8 @@ import (
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
-// Setup fails: sandboxes need Linux.
-func Setup() (*protocol.AgentConfig, error) {
-	return nil, errors.New("sandboxes need Linux")
-}
+// ReadConfig fails: sandboxes need Linux.
+func ReadConfig() (*protocol.Boot, error) { return nil, errors.New("sandboxes need Linux") }
+
+// Build fails: sandboxes need Linux.
+func Build(*protocol.Boot) error { return errors.New("sandboxes need Linux") }

@@ -4,54 +4,85 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/kiln-dev/kiln/internal/cgroups"
 	"github.com/kiln-dev/kiln/internal/seccomp"
 )
 
-// Main runs the spawn stage with os.Args and never returns.
+// Main runs the spawn stage and never returns.
 func Main() {
-	code, err := run(os.Args)
-	fmt.Fprintf(os.Stderr, "kiln: %v\n", err)
+	code, err := run()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kiln: %v\n", err)
+	}
 	os.Exit(code)
 }
 
-func run(args []string) (int, error) {
+func run() (int, error) {
 	// Everything below acts on the calling thread and must reach execve on it.
 	runtime.LockOSThread()
-	if len(args) < 4 {
-		return ExitSetupFailed, errors.New("spawn: no program given")
-	}
+	ctl := json.NewDecoder(io.LimitReader(os.NewFile(CtlFD, "ctl"), 2*MaxRequest))
 	var cfg Config
-	if err := json.Unmarshal([]byte(args[2]), &cfg); err != nil {
+	if err := ctl.Decode(&cfg); err != nil {
 		return ExitSetupFailed, fmt.Errorf("spawn config: %w", err)
 	}
-	argv := args[3:]
-	if err := joinCgroup(cfg.Cgroup); err != nil {
+	filter, err := prepare(cfg)
+	if err != nil {
 		return ExitSetupFailed, err
+	}
+	var req Request
+	if err := ctl.Decode(&req); err != nil {
+		if errors.Is(err, io.EOF) {
+			return 0, nil // a spare that was not needed
+		}
+		return ExitSetupFailed, fmt.Errorf("spawn request: %w", err)
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return ExitSetupFailed, errors.New("spawn: no program given")
+	}
+	return start(cfg, req, filter)
+}
+
+// prepare is phase 1.
+func prepare(cfg Config) ([]bpf.RawInstruction, error) {
+	filter, err := seccomp.Program()
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: %w", err)
+	}
+	// Joining costs an RCU grace period on cgroup v1 (several ms on an idle
+	// machine), which is why it happens here, before the request.
+	if err := joinCgroup(cfg.Cgroup); err != nil {
+		return nil, err
 	}
 	// A cgroup namespace rooted at the user cgroup: the program sees its
 	// own cgroup as "/" and nothing of the agent's or the host's layout.
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
-		return ExitSetupFailed, fmt.Errorf("cgroup namespace: %w", err)
+		return nil, fmt.Errorf("cgroup namespace: %w", err)
 	}
 	if err := setRlimits(cfg); err != nil {
-		return ExitSetupFailed, err
+		return nil, err
 	}
+	return filter, nil
+}
+
+// start is phase 2.
+func start(cfg Config, req Request, filter []bpf.RawInstruction) (int, error) {
 	if err := dropPrivileges(cfg.UID); err != nil {
 		return ExitSetupFailed, err
 	}
-	if err := os.Chdir(cfg.Dir); err != nil {
-		return ExitSetupFailed, fmt.Errorf("working directory %s: %w", cfg.Dir, err)
+	if err := os.Chdir(req.Dir); err != nil {
+		return ExitSetupFailed, fmt.Errorf("working directory %s: %w", req.Dir, errors.Unwrap(err))
 	}
-	path, err := lookPath(argv[0])
+	path, err := lookPath(req.Argv[0], req.Env)
 	if err != nil {
 		return ExitNotFound, err
 	}
@@ -63,14 +94,17 @@ func run(args []string) (int, error) {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return ExitSetupFailed, fmt.Errorf("close inherited descriptors: %w", err)
 	}
-	if err := seccomp.Install(); err != nil {
+	if err := seccomp.Load(filter); err != nil {
 		return ExitSetupFailed, fmt.Errorf("seccomp: %w", err)
 	}
-	err = unix.Exec(path, argv, os.Environ())
-	if errors.Is(err, unix.ENOENT) {
-		return ExitNotFound, fmt.Errorf("%s: no such file or directory", argv[0])
+	err = unix.Exec(path, req.Argv, req.Env)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return ExitNotFound, fmt.Errorf("%s: no such file or directory", req.Argv[0])
+	case errors.Is(err, unix.EACCES):
+		return ExitSetupFailed, fmt.Errorf("%s: permission denied", req.Argv[0])
 	}
-	return ExitSetupFailed, fmt.Errorf("exec %s: %w", argv[0], err)
+	return ExitSetupFailed, fmt.Errorf("exec %s: %w", req.Argv[0], err)
 }
 
 func joinCgroup(spec []byte) error {
@@ -88,7 +122,7 @@ func joinCgroup(spec []byte) error {
 	if err := h.Join(); err != nil {
 		return fmt.Errorf("join user cgroup: %w", err)
 	}
-	return nil
+	return h.Close()
 }
 
 func setRlimits(cfg Config) error {
@@ -122,18 +156,14 @@ func dropPrivileges(uid int) error {
 	// other runtime threads die at execve. syscall.Setuid would stop the
 	// world to change them all.
 	for _, c := range []struct {
-		name       string
-		nr, a1, a2 uintptr
+		name           string
+		nr, a0, a1, a2 uintptr
 	}{
-		{"setgroups", unix.SYS_SETGROUPS, 0, 0},
-		{"setresgid", unix.SYS_SETRESGID, uintptr(uid), uintptr(uid)},
-		{"setresuid", unix.SYS_SETRESUID, uintptr(uid), uintptr(uid)},
+		{"setgroups", unix.SYS_SETGROUPS, 0, 0, 0},
+		{"setresgid", unix.SYS_SETRESGID, uintptr(uid), uintptr(uid), uintptr(uid)},
+		{"setresuid", unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)},
 	} {
-		a0 := uintptr(uid)
-		if c.nr == unix.SYS_SETGROUPS {
-			a0 = 0
-		}
-		if _, _, e := unix.RawSyscall(c.nr, a0, c.a1, c.a2); e != 0 {
+		if _, _, e := unix.RawSyscall(c.nr, c.a0, c.a1, c.a2); e != 0 {
 			return fmt.Errorf("%s: %w", c.name, e)
 		}
 	}
@@ -145,15 +175,27 @@ func dropPrivileges(uid int) error {
 	return nil
 }
 
-func lookPath(name string) (string, error) {
+// lookPath finds name on the PATH of the program's own environment.
+func lookPath(name string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
 		return name, nil
 	}
-	p, err := exec.LookPath(name)
-	if err != nil {
-		return "", fmt.Errorf("%s: command not found", name)
+	path := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			path = v
+		}
 	}
-	return p, nil
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: command not found", name)
 }
 
 // restrictPaths applies Landlock: read and execute anywhere in the (already

@@ -143,7 +143,7 @@ func (b *Backend) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error)
 	return s, nil
 }
 
-func (s *Sandbox) start(ctx context.Context, spec Spec, lim kiln.Limits) error {
+func (s *Sandbox) start(ctx context.Context, spec Spec, lim kiln.Limits) (err error) {
 	handles, err := s.group.OpenHandles()
 	if err != nil {
 		return kiln.Wrap(kiln.SandboxError, err, "cannot open the sandbox's cgroup")
@@ -190,10 +190,6 @@ func (s *Sandbox) start(ctx context.Context, spec Spec, lim kiln.Limits) error {
 	// Only the child may hold its ends now, so that its death is an EOF here.
 	child.Close()
 	bootR.Close()
-	// Into the agent cgroup before the child reads its config and goes on.
-	if err := s.group.AddAgent(s.InitPID); err != nil {
-		return kiln.Wrap(kiln.SandboxError, err, "cannot place the sandbox in its cgroup")
-	}
 	boot, err := s.bootConfig(spec, lim, handles)
 	if err != nil {
 		return err
@@ -202,6 +198,16 @@ func (s *Sandbox) start(ctx context.Context, spec Spec, lim kiln.Limits) error {
 		return kiln.Wrap(kiln.SandboxError, err, "cannot configure the sandbox")
 	}
 	bootW.Close()
+	// Moving PID 1 into the agent cgroup waits for an RCU grace period on
+	// cgroup v1, so it runs alongside the boot rather than before it. User
+	// code never runs in the agent's group, so nothing depends on the order.
+	added := make(chan error, 1)
+	go func() { added <- s.group.AddAgent(s.InitPID) }()
+	defer func() {
+		if e := <-added; e != nil && err == nil {
+			err = kiln.Wrap(kiln.SandboxError, e, "cannot place the sandbox in its cgroup")
+		}
+	}()
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if s.Agent, err = agentclient.Dial(dctx, s.conn); err != nil {

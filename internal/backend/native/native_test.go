@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kiln-dev/kiln/internal/agent"
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -194,4 +195,22 @@ func TestCleanOrphans(t *testing.T) {
 
 func smallDisk() kiln.Limits {
 	return kiln.Limits{WorkspaceBytes: 2 * kiln.MiB, TmpBytes: 2 * kiln.MiB}
+}
+
+// BenchmarkExecTrueWarm is BenchmarkExecTrue with a pause between runs, as
+// between the cells of a session: the spare spawn stage is ready each time.
+func BenchmarkExecTrueWarm(b *testing.B) {
+	be := newBackend(b)
+	ctx := context.Background()
+	sb, err := be.Create(ctx, Spec{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Destroy(ctx)
+	for b.Loop() {
+		b.StopTimer()
+		time.Sleep(20 * time.Millisecond)
+		b.StartTimer()
+		run(b, sb, "/usr/bin/true")
+	}
 }
