@@ -52,7 +52,7 @@ type Agent struct {
 	conn  *os.File
 	mu    sync.Mutex
 	execs map[uint64]*execution
-	spare *spare // a spawn stage waiting for its request, or nil
+	spare *spare     // a spawn stage waiting for its request, or nil
 	files sync.Mutex // one file operation at a time keeps chown and sizes simple
 }
 
