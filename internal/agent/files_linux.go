@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"syscall"
 
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
@@ -111,13 +112,25 @@ func (a *Agent) writeFile(root *os.Root, name string, op protocol.FileOp) (proto
 	if mode == 0 {
 		mode = 0o644
 	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	// O_NONBLOCK and no O_TRUNC until the type is known: user code may
+	// have put a FIFO or a device-like file here, and opening a FIFO
+	// blocks until someone opens the other end.
+	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NONBLOCK
 	if op.Append {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		flags |= os.O_APPEND
 	}
 	f, err := root.OpenFile(name, flags, mode)
 	if err != nil {
 		return protocol.FileResult{}, err
+	}
+	if err := regularOrClose(f); err != nil {
+		return protocol.FileResult{}, err
+	}
+	if !op.Append {
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return protocol.FileResult{}, err
+		}
 	}
 	n, err := f.Write(op.Data)
 	if cerr := f.Close(); err == nil {
@@ -150,17 +163,17 @@ func (a *Agent) readFile(id uint64, root *os.Root, name string, op protocol.File
 	if limit <= 0 || limit > maxReadBytes {
 		limit = maxReadBytes
 	}
-	f, err := root.Open(name)
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		return err
+	}
+	if err := regularOrClose(f); err != nil {
 		return err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return errInvalid("not a regular file")
 	}
 	if op.Offset < 0 {
 		return errInvalid("offset may not be negative")
@@ -184,7 +197,10 @@ func (a *Agent) readFile(id uint64, root *os.Root, name string, op protocol.File
 }
 
 func listDir(root *os.Root, name string) (protocol.FileResult, error) {
-	f, err := root.Open(name)
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
+	if errors.Is(err, syscall.ENOTDIR) {
+		return protocol.FileResult{}, errInvalid("not a directory")
+	}
 	if err != nil {
 		return protocol.FileResult{}, err
 	}
@@ -205,6 +221,18 @@ func listDir(root *os.Root, name string) (protocol.FileResult, error) {
 		res.Entries = append(res.Entries, toInfo(e.Name(), fi))
 	}
 	return res, nil
+}
+
+// regularOrClose refuses, and closes, anything but a regular file.
+func regularOrClose(f *os.File) error {
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errInvalid("not a regular file")
+	}
+	if err != nil {
+		f.Close()
+	}
+	return err
 }
 
 func toInfo(name string, fi fs.FileInfo) protocol.FileInfo {

@@ -19,6 +19,7 @@ const (
 
 	tiocsti   = 0x5412
 	tioclinux = 0x541c
+	tiocsetd  = 0x5423
 
 	perLinux = 0
 	perQuery = 0xffffffff // personality(0xffffffff) only reports

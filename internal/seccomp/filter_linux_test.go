@@ -133,6 +133,7 @@ func TestProgramVerdicts(t *testing.T) {
 		{"ioctl TIOCSTI", seccompData{nr: nr(t, "ioctl"), args: [6]uint64{0, tiocsti}}, EPERM},
 		{"ioctl TIOCSTI with high bits", seccompData{nr: nr(t, "ioctl"), args: [6]uint64{0, hi | tiocsti}}, EPERM},
 		{"ioctl TIOCLINUX", seccompData{nr: nr(t, "ioctl"), args: [6]uint64{0, tioclinux}}, EPERM},
+		{"ioctl TIOCSETD", seccompData{nr: nr(t, "ioctl"), args: [6]uint64{0, tiocsetd}}, EPERM},
 		{"ioctl TCGETS", seccompData{nr: nr(t, "ioctl"), args: [6]uint64{0, 0x5401}}, Allow},
 		{"personality query", seccompData{nr: nr(t, "personality"), args: [6]uint64{perQuery}}, Allow},
 		{"personality PER_LINUX", seccompData{nr: nr(t, "personality"), args: [6]uint64{perLinux}}, Allow},

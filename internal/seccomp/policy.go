@@ -126,8 +126,10 @@ var Rules = join(
 		{Name: "socketpair", Action: Allow, Conds: socketConds},
 		// TIOCSTI pushes input into a terminal, TIOCLINUX reaches the
 		// console: both can type commands into someone else's shell.
+		// TIOCSETD attaches a line discipline, which can load rarely used
+		// and historically buggy kernel code (n_gsm, n_hdlc).
 		{Name: "ioctl", Action: Allow, Conds: []Cond{
-			{Checks: []Check{argIn(1, tiocsti, tioclinux)}, Action: EPERM},
+			{Checks: []Check{argIn(1, tiocsti, tioclinux, tiocsetd)}, Action: EPERM},
 		}},
 		// Only asking for the persona, or setting plain Linux. Other
 		// personas turn off ASLR or change the ABI the kernel presents.

@@ -114,6 +114,7 @@ func TestABIValues(t *testing.T) {
 		{"SOCK_PACKET", sockPacket, unix.SOCK_PACKET},
 		{"TIOCSTI", tiocsti, unix.TIOCSTI},
 		{"TIOCLINUX", tioclinux, unix.TIOCLINUX},
+		{"TIOCSETD", tiocsetd, unix.TIOCSETD},
 		{"CLONE_NEW*", cloneNewNamespace, unix.CLONE_NEWTIME | unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP |
 			unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET},
 		{"SECCOMP_RET_ALLOW", uint64(Allow), unix.SECCOMP_RET_ALLOW},

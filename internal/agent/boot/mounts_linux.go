@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -75,12 +76,19 @@ func buildEtc(root string, cfg *protocol.Boot) error {
 		}
 	}
 	for _, name := range cfg.EtcBinds {
-		src := filepath.Join("/etc", filepath.Base(name))
+		rel := filepath.Clean(name)
+		if filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
+			return fmt.Errorf("etc bind %q leaves /etc", name)
+		}
+		src := filepath.Join("/etc", rel)
 		fi, err := os.Lstat(src)
 		if err != nil {
 			continue
 		}
-		dst := filepath.Join(etc, filepath.Base(name))
+		dst := filepath.Join(etc, rel)
+		if err := mkdirAll(filepath.Dir(dst)); err != nil {
+			return err
+		}
 		if fi.Mode()&os.ModeSymlink != 0 {
 			// A symlink into /usr (localtime -> /usr/share/zoneinfo/...) works as is.
 			target, err := os.Readlink(src)
@@ -88,7 +96,7 @@ func buildEtc(root string, cfg *protocol.Boot) error {
 				err = os.Symlink(target, dst)
 			}
 			if err != nil {
-				return fmt.Errorf("symlink /etc/%s: %w", name, err)
+				return fmt.Errorf("symlink /etc/%s: %w", rel, err)
 			}
 			continue
 		}
@@ -109,6 +117,12 @@ func mountProc(root string, _ *protocol.Boot) error {
 	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 	if err := unix.Mount("proc", proc, "proc", flags, "hidepid=invisible"); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
+	}
+	// No nested user namespaces, even if seccomp let one through. This
+	// sysctl belongs to the sandbox's own user namespace, so it must be
+	// set here, before /proc/sys becomes read-only below.
+	if err := os.WriteFile(filepath.Join(proc, "sys/user/max_user_namespaces"), []byte("0"), 0); err != nil {
+		return fmt.Errorf("forbid nested user namespaces: %w", err)
 	}
 	for _, p := range []string{"sys", "sysrq-trigger", "irq", "bus", "fs"} {
 		path := filepath.Join(proc, p)

@@ -132,7 +132,9 @@ func setRlimits(cfg Config) error {
 	}{
 		{unix.RLIMIT_NOFILE, uint64(cfg.OpenFiles)},
 		{unix.RLIMIT_FSIZE, uint64(cfg.FileSize)},
-		{unix.RLIMIT_CORE, 0},
+		// 1, not 0: the kernel ignores RLIMIT_CORE when core_pattern pipes
+		// to a helper program, except that 1 means "never dump".
+		{unix.RLIMIT_CORE, 1},
 	} {
 		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.v, Max: l.v}); err != nil {
 			return fmt.Errorf("setrlimit %d: %w", l.res, err)

@@ -41,11 +41,12 @@ var BaseEnv = []string{
 // merged-/usr host the top-level ones are symlinks and are recreated as such.
 var roBinds = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
-// etcBinds are host /etc entries programs need to start or to behave as on
-// the host; none holds secrets. Missing ones are skipped.
+// etcBinds are host /etc entries (paths relative to /etc) that programs need
+// to start or to behave as on the host; none holds secrets (so /etc/ssl/certs,
+// never /etc/ssl with its private keys). Missing ones are skipped.
 var etcBinds = []string{
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
-	"ssl", "ca-certificates", "mime.types", "protocols", "services", "fonts",
+	"ssl/certs", "ssl/openssl.cnf", "ca-certificates", "mime.types", "protocols", "services", "fonts",
 	"python3", "python3.11", "matplotlibrc", "bash.bashrc", "profile", "inputrc",
 	"java-17-openjdk", "xdg", "magic",
 }

@@ -1,0 +1,100 @@
+//go:build linux
+
+package security
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/cgroups"
+)
+
+// TestHarnessSeesProblems proves that the checks every case ends with can
+// fail: a changed canary, a process in the sandbox uid range and a cgroup
+// under the root group are each reported, and no longer once undone.
+func TestHarnessSeesProblems(t *testing.T) {
+	s := env(t)
+	t.Run("canary", func(t *testing.T) {
+		p := filepath.Join(s.tmpCanary, "nested", "notes.txt")
+		old, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, append(old, "changed\n"...), 0); err != nil {
+			t.Fatal(err)
+		}
+		got := s.canaryProblems()
+		if err := os.WriteFile(p, old, 0); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || !strings.Contains(got[0], s.tmpCanary) {
+			t.Errorf("after changing %s the canary check said %q", p, got)
+		}
+		if got := s.canaryProblems(); len(got) != 0 {
+			t.Errorf("after undoing the change the canary check still says %q", got)
+		}
+	})
+	t.Run("process", func(t *testing.T) {
+		// A process as a uid of the last slot, which nothing else uses.
+		uid := uint32(uidBase + (slotCount-1)*uidsPerSlot + 1000)
+		cmd := exec.Command("/bin/sleep", "30")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Wait()
+		defer cmd.Process.Kill()
+		want := fmt.Sprintf("process %d (sleep) uid %d", cmd.Process.Pid, uid)
+		if l := s.findLeftover(t, want); l == nil || l.owner != os.Getpid() {
+			t.Errorf("a process of uid %d started by the test is not reported as this test's leftover: %+v", uid, l)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		if l := s.findLeftover(t, want); l != nil {
+			t.Errorf("a killed process is still reported: %+v", l)
+		}
+	})
+	t.Run("cgroup", func(t *testing.T) {
+		id := "kiln-security-selfcheck-" + randomHex(4)
+		g, err := s.cg.Create(id, cgroups.Limits{MemoryBytes: 64 << 20, Pids: 16}, cgroups.DefaultAgentLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "cgroup " + cgroupRoot + "/" + id
+		found := s.findLeftover(t, want) != nil
+		if err := g.Destroy(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			t.Errorf("the cgroup %s/%s is not reported", cgroupRoot, id)
+		}
+		if s.findLeftover(t, want) != nil {
+			t.Errorf("a destroyed cgroup is still reported")
+		}
+	})
+}
+
+// findLeftover returns the leftover whose description starts with prefix.
+func (s *suite) findLeftover(t *testing.T, prefix string) *leftover {
+	t.Helper()
+	// A process may take a moment to show its new credentials.
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+		all, err := s.leftovers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(all, func(l leftover) bool { return strings.HasPrefix(l.what, prefix) }); i >= 0 {
+			return &all[i]
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+	}
+}
