@@ -1,0 +1,151 @@
+// Package kernelproto is the protocol between the agent and a REPL kernel
+// (Python, JavaScript, TypeScript, bash, SQL) running inside a sandbox.
+//
+// A kernel is an ordinary user process with one extra descriptor: fd 3, a
+// unix stream socket to the agent. Over it both sides send newline-delimited
+// JSON objects, one message per line, each at most MaxLine bytes. The
+// kernel's own stdout and stderr (fds 1 and 2) are pipes the agent reads and
+// attributes to the cell that is running; its stdin is empty. A kernel runs
+// one cell at a time.
+//
+// The kernel speaks first, with Ready. Then:
+//
+//	agent → kernel   {"type":"execute","cell":"c1","code":"1+1"}
+//	kernel → agent   {"type":"execute_result","cell":"c1","data":{"text/plain":"2"}}
+//	kernel → agent   {"type":"done","cell":"c1","status":"ok"}
+//
+// Before sending Done a kernel flushes its stdout and stderr, so that all of
+// a cell's output is in the pipes when the agent learns the cell is over.
+//
+// Interrupt is SIGINT to the kernel's process group, sent by the agent: the
+// kernel stops the running cell (Python raises KeyboardInterrupt in it),
+// keeps its state, and answers Done with status "interrupted". A kernel
+// that does not answer within a grace period is killed and restarted.
+//
+// Binary display data (image/png) is base64 text, as in Jupyter's
+// protocol; JSON data (application/json) is embedded as JSON.
+package kernelproto
+
+import "encoding/json"
+
+// MaxLine bounds one message, images included.
+const MaxLine = 32 << 20
+
+// ChannelFD is the kernel's descriptor for the agent's socket.
+const ChannelFD = 3
+
+// Message types, agent to kernel.
+const (
+	TExecute  = "execute"  // Execute
+	TComplete = "complete" // Complete
+	TCheck    = "check"    // Check
+)
+
+// Message types, kernel to agent.
+const (
+	TReady         = "ready"          // Ready, once, first
+	TDisplay       = "display"        // Display: display(), plots, rich reprs
+	TExecuteResult = "execute_result" // Display: the value of the cell's last expression
+	TError         = "error"          // Error: the cell raised
+	TDone          = "done"           // Done: the cell is over
+	TCompletion    = "completion"     // Completion: answer to Complete
+	TCheckResult   = "check_result"   // CheckResult: answer to Check
+)
+
+// Envelope is what every message has; decode it first, then the whole line
+// into the type it names.
+type Envelope struct {
+	Type string `json:"type"`
+	Cell string `json:"cell,omitempty"`
+}
+
+// Ready is the kernel's first message.
+type Ready struct {
+	Type     string `json:"type"`
+	Language string `json:"language"`
+	Version  string `json:"version"` // of the language runtime
+}
+
+// Execute runs a cell.
+type Execute struct {
+	Type string `json:"type"`
+	Cell string `json:"cell"`
+	Code string `json:"code"`
+	// Stdin is what the cell's reads from standard input (input(),
+	// sys.stdin, readline) return. When HasStdin is false, reading stdin in
+	// the cell fails at once with a clear error instead of blocking.
+	Stdin    string `json:"stdin,omitempty"`
+	HasStdin bool   `json:"has_stdin,omitempty"`
+}
+
+// Display is a rich output: a MIME bundle keyed by MIME type. Kernels send
+// text/plain always, and any of text/html, text/markdown, image/png,
+// image/svg+xml, application/json when the object has them.
+type Display struct {
+	Type     string                     `json:"type"`
+	Cell     string                     `json:"cell"`
+	Data     map[string]json.RawMessage `json:"data"`
+	Metadata map[string]json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Error describes an exception that ended a cell. Line numbers in
+// Traceback point into the cell's code; the kernel's own frames are removed.
+type Error struct {
+	Type      string   `json:"type"`
+	Cell      string   `json:"cell"`
+	Name      string   `json:"name"`    // e.g. ZeroDivisionError, SyntaxError
+	Message   string   `json:"message"` // e.g. division by zero
+	Traceback []string `json:"traceback"`
+	Line      int      `json:"line,omitempty"` // line in the cell where it was raised, if known
+}
+
+// Done ends a cell. Status is StatusOK, StatusError or StatusInterrupted.
+type Done struct {
+	Type   string `json:"type"`
+	Cell   string `json:"cell"`
+	Status string `json:"status"`
+}
+
+// Cell statuses a kernel reports.
+const (
+	StatusOK          = "ok"
+	StatusError       = "error"
+	StatusInterrupted = "interrupted"
+)
+
+// Complete asks for completions of the name before Cursor, an offset into
+// Code counted in Unicode code points (as Jupyter does).
+type Complete struct {
+	Type   string `json:"type"`
+	Cell   string `json:"cell"`
+	Code   string `json:"code"`
+	Cursor int    `json:"cursor"`
+}
+
+// Completion answers Complete: Matches replace Code[CursorStart:CursorEnd].
+type Completion struct {
+	Type        string   `json:"type"`
+	Cell        string   `json:"cell"`
+	Matches     []string `json:"matches"`
+	CursorStart int      `json:"cursor_start"`
+	CursorEnd   int      `json:"cursor_end"`
+}
+
+// Check asks whether Code is complete and valid without running it.
+type Check struct {
+	Type string `json:"type"`
+	Cell string `json:"cell"`
+	Code string `json:"code"`
+}
+
+// CheckResult answers Check. Status is "complete" (valid, ready to run),
+// "incomplete" (more lines expected, e.g. an open block) or "invalid"
+// (a syntax error at Line:Column, both 1-based).
+type CheckResult struct {
+	Type    string `json:"type"`
+	Cell    string `json:"cell"`
+	Status  string `json:"status"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+	Message string `json:"message,omitempty"`
+}
