@@ -120,6 +120,9 @@ func validate(r Run) (*lang.Language, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !l.OneShot() {
+		return nil, kiln.Errorf(kiln.Unsupported, "one-shot runs of %s programs are not supported yet; kiln run takes %s", l.Name, strings.Join(oneShotNames(), ", "))
+	}
 	if err := l.Available(); err != nil {
 		return nil, err
 	}
@@ -139,6 +142,16 @@ func validate(r Run) (*lang.Language, error) {
 		return nil, err
 	}
 	return l, r.Limits.Validate()
+}
+
+func oneShotNames() []string {
+	var names []string
+	for _, l := range lang.All() {
+		if l.OneShot() {
+			names = append(names, l.Name)
+		}
+	}
+	return names
 }
 
 func validateFiles(l *lang.Language, files []File) error {

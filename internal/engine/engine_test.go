@@ -120,7 +120,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 		kind kiln.Kind
 		want string // in the message
 	}{
-		{"unknown language", with(func(r *Run) { r.Language = "cobol" }), kiln.Invalid, "bash, javascript, python"},
+		{"unknown language", with(func(r *Run) { r.Language = "cobol" }), kiln.Invalid, "bash, c, cpp, fortran, go, java, javascript, php, python, ruby, rust, sql, typescript"},
 		{"no language", with(func(r *Run) { r.Language = "" }), kiln.Invalid, "no language"},
 		{"empty code", with(func(r *Run) { r.Code = "" }), kiln.Invalid, "empty"},
 		{"blank code", with(func(r *Run) { r.Code = " \n\t\r\n" }), kiln.Invalid, "empty"},
@@ -232,5 +232,15 @@ func TestRunInSandbox(t *testing.T) {
 	}
 	if want := "data ['a', 'b c'] from stdin\n"; stdout.String() != want || x.Code != 3 || len(x.Limits) != 0 {
 		t.Errorf("stdout %q, exit %+v, stderr %q; want %q, code 3, no limits hit", stdout.String(), x, stderr.String(), want)
+	}
+}
+
+// Languages without a one-shot runner yet are refused with an honest
+// message before any sandbox is made.
+func TestRunRefusesLanguagesWithoutOneShot(t *testing.T) {
+	e := New(nil, nil)
+	_, err := e.Run(context.Background(), Run{Language: "c", Code: "int main(){}"}, io.Discard, io.Discard)
+	if kiln.KindOf(err) != kiln.Unsupported || !strings.Contains(err.Error(), "not supported yet") {
+		t.Errorf("Run(c) = %v, want an unsupported error", err)
 	}
 }

@@ -13,16 +13,28 @@ import (
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
+// Kind says how a language keeps state between cells.
+type Kind string
+
+const (
+	// REPL languages have a kernel that keeps state between cells.
+	REPL Kind = "repl"
+	// Program languages run each cell as a whole program (compiled first
+	// where needed); the workspace is the state.
+	Program Kind = "program"
+)
+
 // Language is one entry of the table.
 type Language struct {
 	Name    string   // canonical name
 	Aliases []string // other names a user may type
+	Kind    Kind
 	Ext     string   // file extension of a program, with the dot
 	Binary  string   // absolute path on the host; must lie in the sandbox's read-only root
-	Args    []string // argv before the program file
+	Args    []string // argv before the program file, for a one-shot run of a script
 	Env     []string // extra environment for programs
-	Version []string // argv that prints the version
-	Package string   // Debian package that provides Binary
+	Version []string // argv that prints the version (run with Binary unless it starts with "/")
+	Package string   // what to install when Binary is missing
 }
 
 // Argv is the command line that runs the program file.
@@ -33,19 +45,70 @@ func (l *Language) Argv(file string) []string {
 // table lists every language; keep it sorted by name.
 var table = []Language{
 	{
-		Name: "bash", Aliases: []string{"sh", "shell"}, Ext: ".sh",
-		Binary: "/usr/bin/bash", Version: []string{"--version"}, Package: "bash",
+		Name: "bash", Aliases: []string{"sh", "shell"}, Kind: REPL, Ext: ".sh",
+		Binary: "/usr/bin/bash", Version: []string{"--version"}, Package: "the Debian package bash",
 	},
 	{
-		Name: "javascript", Aliases: []string{"js", "node", "nodejs"}, Ext: ".js",
-		Binary: "/usr/bin/node", Version: []string{"--version"}, Package: "nodejs",
+		Name: "c", Kind: Program, Ext: ".c",
+		Binary: "/usr/bin/gcc", Version: []string{"--version"}, Package: "the Debian package gcc",
 	},
 	{
-		Name: "python", Aliases: []string{"python3", "py"}, Ext: ".py",
-		Binary: "/usr/bin/python3", Version: []string{"--version"}, Package: "python3",
-		Env: []string{"PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1"},
+		Name: "cpp", Aliases: []string{"c++", "cxx"}, Kind: Program, Ext: ".cpp",
+		Binary: "/usr/bin/g++", Version: []string{"--version"}, Package: "the Debian package g++",
+	},
+	{
+		Name: "fortran", Aliases: []string{"f90", "gfortran"}, Kind: Program, Ext: ".f90",
+		Binary: "/usr/bin/gfortran", Version: []string{"--version"}, Package: "the Debian package gfortran",
+	},
+	{
+		Name: "go", Aliases: []string{"golang"}, Kind: Program, Ext: ".go",
+		Binary: "/usr/local/go/bin/go", Version: []string{"version"}, Package: "Go in /usr/local/go",
+	},
+	{
+		Name: "java", Kind: Program, Ext: ".java",
+		Binary: "/usr/bin/javac", Version: []string{"-version"}, Package: "the Debian package openjdk-17-jdk-headless",
+	},
+	{
+		Name: "javascript", Aliases: []string{"js", "node", "nodejs"}, Kind: REPL, Ext: ".js",
+		Binary: "/usr/bin/node", Version: []string{"--version"}, Package: "the Debian package nodejs",
+	},
+	{
+		Name: "php", Kind: Program, Ext: ".php",
+		Binary: "/usr/bin/php", Version: []string{"--version"}, Package: "the Debian package php-cli",
+	},
+	{
+		Name: "python", Aliases: []string{"python3", "py"}, Kind: REPL, Ext: ".py",
+		Binary: "/usr/bin/python3", Version: []string{"--version"}, Package: "the Debian package python3",
+		Env: []string{"PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg"},
+	},
+	{
+		Name: "ruby", Aliases: []string{"rb"}, Kind: Program, Ext: ".rb",
+		Binary: "/usr/bin/ruby", Version: []string{"--version"}, Package: "the Debian package ruby",
+	},
+	{
+		Name: "rust", Aliases: []string{"rs"}, Kind: Program, Ext: ".rs",
+		Binary: "/usr/bin/rustc", Version: []string{"--version"}, Package: "the Debian package rustc",
+	},
+	{
+		Name: "sql", Aliases: []string{"sqlite"}, Kind: REPL, Ext: ".sql",
+		Binary:  "/usr/bin/python3",
+		Version: []string{"-c", "import sqlite3; print('SQLite', sqlite3.sqlite_version)"},
+		Package: "the Debian package python3 (its sqlite3 module)",
+	},
+	{
+		Name: "typescript", Aliases: []string{"ts"}, Kind: REPL, Ext: ".ts",
+		Binary:  "/usr/local/lib/node_modules/typescript/bin/tsc",
+		Version: []string{"/usr/bin/node", "/usr/local/lib/node_modules/typescript/bin/tsc", "--version"},
+		Package: "the TypeScript compiler (npm install -g --prefix /usr/local typescript)",
 	},
 }
+
+// oneShot lists the languages `kiln run` runs today, as a script file.
+var oneShot = map[string]bool{"bash": true, "javascript": true, "python": true}
+
+// OneShot reports whether a language can run a script file directly
+// (Argv); the others need a kernel.
+func (l *Language) OneShot() bool { return oneShot[l.Name] }
 
 // All returns every language, sorted by name.
 func All() []Language { return append([]Language(nil), table...) }
@@ -95,7 +158,7 @@ func ByExt(file string) (*Language, error) {
 func (l *Language) Available() error {
 	fi, err := os.Stat(l.Binary)
 	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return kiln.Errorf(kiln.Unsupported, "the %s runtime is not installed on this host: %s is missing (install the Debian package %q)", l.Name, l.Binary, l.Package)
+		return kiln.Errorf(kiln.Unsupported, "the %s runtime is not installed on this host: %s is missing (install %s)", l.Name, l.Binary, l.Package)
 	}
 	return nil
 }
@@ -107,7 +170,11 @@ func (l *Language) DetectVersion(ctx context.Context) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, l.Binary, l.Version...).CombinedOutput()
+	argv := append([]string{l.Binary}, l.Version...)
+	if strings.HasPrefix(l.Version[0], "/") {
+		argv = l.Version
+	}
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
 		return "", err
 	}
