@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/kiln-dev/kiln/internal/lang"
 	"io"
 	"os"
 	"os/exec"
@@ -369,7 +370,7 @@ func TestRunBadInput(t *testing.T) {
 		"prog.txt": "print(1)\n",
 		"data.csv": "a,b\n",
 	})
-	langs := "bash, javascript, python"
+	langs := strings.Join(lang.Names(), ", ")
 	tests := []struct {
 		name  string
 		args  []string
