@@ -100,10 +100,13 @@ type Error struct {
 }
 
 // Done ends a cell. Status is StatusOK, StatusError or StatusInterrupted.
+// ExitCode is set by kernels whose cells have one (bash: the status of the
+// cell's last command).
 type Done struct {
-	Type   string `json:"type"`
-	Cell   string `json:"cell"`
-	Status string `json:"status"`
+	Type     string `json:"type"`
+	Cell     string `json:"cell"`
+	Status   string `json:"status"`
+	ExitCode *int   `json:"exit_code,omitempty"`
 }
 
 // Cell statuses a kernel reports.
