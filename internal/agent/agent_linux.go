@@ -49,11 +49,13 @@ type Agent struct {
 	reaper *reaper
 	log    *slog.Logger
 
-	conn  *os.File
-	mu    sync.Mutex
-	execs map[uint64]*execution
-	spare *spare     // a spawn stage waiting for its request, or nil
-	files sync.Mutex // one file operation at a time keeps chown and sizes simple
+	conn    *os.File
+	mu      sync.Mutex
+	execs   map[uint64]*execution
+	spare   *spare // a spawn stage waiting for its request, or nil
+	kernels map[string]*kernel
+	cells   map[uint64]*cellRun
+	files   sync.Mutex // one file operation at a time keeps chown and sizes simple
 }
 
 func newAgent(cfg protocol.AgentConfig) (*Agent, error) {
@@ -72,13 +74,15 @@ func newAgent(cfg protocol.AgentConfig) (*Agent, error) {
 	}
 	conn := os.NewFile(uintptr(cfg.ConnFD), "conn")
 	return &Agent{
-		cfg:    cfg,
-		cg:     cg,
-		conn:   conn,
-		out:    protocol.NewWriter(conn),
-		reaper: startReaper(),
-		log:    slog.New(slog.NewTextHandler(os.Stderr, nil)),
-		execs:  map[uint64]*execution{},
+		cfg:     cfg,
+		cg:      cg,
+		conn:    conn,
+		out:     protocol.NewWriter(conn),
+		reaper:  startReaper(),
+		log:     slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		execs:   map[uint64]*execution{},
+		kernels: map[string]*kernel{},
+		cells:   map[uint64]*cellRun{},
 	}, nil
 }
 
@@ -125,7 +129,32 @@ func (a *Agent) dispatch(m *protocol.Message) {
 		}
 		a.startExec(m.ID, req)
 	case protocol.TStdin, protocol.TSignal, protocol.TCancel:
-		a.control(m)
+		if !a.controlCell(m) {
+			a.control(m)
+		}
+	case protocol.TCell:
+		var req protocol.Cell
+		if err := m.Decode(&req); err != nil {
+			a.fail(m.ID, protocol.ErrInvalid, err.Error())
+			return
+		}
+		go a.runCell(m.ID, req)
+	case protocol.TRestart:
+		var r protocol.Restart
+		if len(m.Body) > 0 {
+			if err := m.Decode(&r); err != nil {
+				a.fail(m.ID, protocol.ErrInvalid, err.Error())
+				return
+			}
+		}
+		go a.restart(m.ID, r)
+	case protocol.TComplete, protocol.TCheck:
+		var q protocol.KernelQuery
+		if err := m.Decode(&q); err != nil {
+			a.fail(m.ID, protocol.ErrInvalid, err.Error())
+			return
+		}
+		go a.query(m.ID, m.Type, q)
 	case protocol.TFileOp:
 		var op protocol.FileOp
 		if err := m.Decode(&op); err != nil {

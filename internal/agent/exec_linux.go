@@ -100,6 +100,7 @@ func (a *Agent) runExec(id uint64, req protocol.Exec) {
 	}
 	pipes := s.pipes
 	defer pipes.closeAll()
+	closeFiles(s.channel, s.outW, s.errW) // a plain exec has no kernel channel and no markers
 	// The next execution's spare starts when this one is over, so that it
 	// never counts against this one's memory and pids.
 	defer func() { go a.refill() }()

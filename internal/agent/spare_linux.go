@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kiln-dev/kiln/internal/agent/spawn"
 )
 
@@ -13,10 +15,15 @@ import (
 // waits for the one request it will serve (see package spawn). Keeping one
 // ready takes the start of a Go runtime off every execution's critical path.
 type spare struct {
-	pid   int
-	done  <-chan exitStatus
-	ctl   *os.File // our end of the control pipe
-	pipes *pipes   // stdio; the child's ends are closed here
+	pid     int
+	done    <-chan exitStatus
+	ctl     *os.File // our end of the control pipe
+	pipes   *pipes   // stdio; the child's ends are closed here
+	channel *os.File // our end of the kernel channel (unused for plain execs)
+	// outW and errW are our own copies of the stdout and stderr write ends,
+	// which a kernel's streams need for their markers. A plain exec closes
+	// them at once, or its pipes would never reach end of file.
+	outW, errW *os.File
 }
 
 // newSpare starts a spawn stage and sends it the sandbox's config.
@@ -31,6 +38,14 @@ func (a *Agent) newSpare() (*spare, error) {
 		return nil, fmt.Errorf("pipe: %w", err)
 	}
 	defer ctlR.Close()
+	chFDs, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		p.closeAll()
+		ctlW.Close()
+		return nil, fmt.Errorf("socketpair: %w", err)
+	}
+	chOurs, chTheirs := os.NewFile(uintptr(chFDs[0]), "channel"), os.NewFile(uintptr(chFDs[1]), "channel-kernel")
+	defer chTheirs.Close()
 	cgSpec, _ := json.Marshal(a.cg.Spec(spawn.FirstCgrFD))
 	cfg, _ := json.Marshal(spawn.Config{
 		UID:       a.cfg.UserUID,
@@ -40,7 +55,7 @@ func (a *Agent) newSpare() (*spare, error) {
 		Landlock:  a.cfg.Landlock,
 		WritePath: []string{a.cfg.Workspace, "/tmp", "/dev/shm"},
 	})
-	files := []uintptr{p.stdinR.Fd(), p.stdoutW.Fd(), p.stderrW.Fd(), ctlR.Fd()}
+	files := []uintptr{p.stdinR.Fd(), p.stdoutW.Fd(), p.stderrW.Fd(), chTheirs.Fd(), ctlR.Fd()}
 	for _, f := range a.cg.Files() {
 		files = append(files, f.Fd())
 	}
@@ -53,13 +68,16 @@ func (a *Agent) newSpare() (*spare, error) {
 			Sys:   &syscall.SysProcAttr{Setsid: true},
 		})
 	})
+	outW, errW := dupFile(p.stdoutW), dupFile(p.stderrW)
 	p.closeChildEnds()
-	if err != nil {
+	if err != nil || outW == nil || errW == nil {
 		ctlW.Close()
+		chOurs.Close()
+		closeFiles(outW, errW)
 		p.closeAll()
-		return nil, fmt.Errorf("start spawn stage: %w", err)
+		return nil, fmt.Errorf("start spawn stage: %v", err)
 	}
-	s := &spare{pid: pid, done: done, ctl: ctlW, pipes: p}
+	s := &spare{pid: pid, done: done, ctl: ctlW, pipes: p, channel: chOurs, outW: outW, errW: errW}
 	if _, err := ctlW.Write(append(cfg, '\n')); err != nil {
 		s.discard()
 		return nil, fmt.Errorf("configure spawn stage: %w", err)
@@ -96,7 +114,17 @@ func (s *spare) alive() bool {
 // discard closes the spare's pipes; it then exits on its own.
 func (s *spare) discard() {
 	s.ctl.Close()
+	closeFiles(s.channel, s.outW, s.errW)
 	s.pipes.closeAll()
+}
+
+// dupFile duplicates f close-on-exec, or returns nil.
+func dupFile(f *os.File) *os.File {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(fd), f.Name())
 }
 
 // takeSpare returns the waiting spare, or a new one if there is none or it

@@ -45,6 +45,9 @@ type Client struct {
 	pending map[uint64]*pending
 	err     error // set once the read loop stops
 	done    chan struct{}
+
+	cellsMu sync.Mutex
+	cells   map[uint64]bool // running cells, for InterruptCells
 }
 
 // Dial performs the hello exchange on conn and starts routing events.
@@ -79,7 +82,7 @@ func Dial(ctx context.Context, conn io.ReadWriteCloser) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("agent hello: %w", ctx.Err())
 	}
-	c := &Client{conn: conn, out: out, pending: map[uint64]*pending{}, done: make(chan struct{})}
+	c := &Client{conn: conn, out: out, pending: map[uint64]*pending{}, done: make(chan struct{}), cells: map[uint64]bool{}}
 	go c.readLoop(in)
 	return c, nil
 }

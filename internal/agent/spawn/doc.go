@@ -21,11 +21,13 @@ package spawn
 // Arg is argv[1] of the spawn stage.
 const Arg = "__kiln-spawn"
 
-// Descriptors of the spawn stage: stdio, then the control pipe, then the
+// Descriptors of the spawn stage: stdio, the channel of a REPL kernel
+// (kept only when the request asks for it), the control pipe, then the
 // cgroup handles.
 const (
-	CtlFD      = 3
-	FirstCgrFD = 4
+	ChannelFD  = 3
+	CtlFD      = 4
+	FirstCgrFD = 5
 )
 
 // Config is the first JSON document on the control pipe: what is the same
@@ -44,6 +46,9 @@ type Request struct {
 	Argv []string `json:"argv"`
 	Env  []string `json:"env"`
 	Dir  string   `json:"dir"` // absolute working directory
+	// Channel keeps fd 3, the agent's socket to a REPL kernel; otherwise
+	// it is closed like every other inherited descriptor.
+	Channel bool `json:"channel,omitempty"`
 }
 
 // Exit statuses when set-up failed before exec; the reason is on stderr.

@@ -90,8 +90,16 @@ func start(cfg Config, req Request, filter []bpf.RawInstruction) (int, error) {
 		return ExitSetupFailed, err
 	}
 	// close_range marks rather than closes, so stdio and the runtime keep
-	// working until the exec itself drops every descriptor above 2.
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+	// working until the exec itself drops every descriptor above 2 (above
+	// 3 for a kernel, whose channel is fd 3).
+	first := uint(ChannelFD)
+	if req.Channel {
+		first = ChannelFD + 1
+		if _, err := unix.FcntlInt(ChannelFD, unix.F_SETFD, 0); err != nil {
+			return ExitSetupFailed, fmt.Errorf("kernel channel: %w", err)
+		}
+	}
+	if err := unix.CloseRange(first, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return ExitSetupFailed, fmt.Errorf("close inherited descriptors: %w", err)
 	}
 	if err := seccomp.Load(filter); err != nil {

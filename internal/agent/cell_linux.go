@@ -1,0 +1,189 @@
+package agent
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/kernelproto"
+	"github.com/kiln-dev/kiln/internal/protocol"
+)
+
+// stopGrace is how long a kernel has to end a cell after SIGINT before it
+// is killed (timeout, cancel, output limit).
+const stopGrace = 2 * time.Second
+
+// cellRun is one running cell, reachable by control messages.
+type cellRun struct {
+	k        *kernel
+	output   atomic.Int64
+	limit    int64
+	stopping atomic.Value // the status to report if the cell is stopped: timeout, output_limit, interrupted
+	kill     chan struct{}
+	killOnce sync.Once
+}
+
+// stop interrupts the cell, and kills the kernel if it has not ended the
+// cell within stopGrace. The first reason given wins.
+func (c *cellRun) stop(status string) {
+	if c.stopping.CompareAndSwap(nil, status) {
+		c.k.interrupt()
+		time.AfterFunc(stopGrace, func() { c.killOnce.Do(func() { close(c.kill) }) })
+	}
+}
+
+func (a *Agent) runCell(id uint64, req protocol.Cell) {
+	if req.TimeoutMs <= 0 || req.OutputBytes <= 0 {
+		a.fail(id, protocol.ErrInvalid, "timeout_ms and output_bytes must be positive")
+		return
+	}
+	k, started, err := a.takeKernel(req.Kernel)
+	if err != nil {
+		a.fail(id, codeFor(err), err.Error())
+		return
+	}
+	c := &cellRun{k: k, limit: req.OutputBytes, kill: make(chan struct{})}
+	a.mu.Lock()
+	a.cells[id] = c
+	a.mu.Unlock()
+	done := protocol.CellDone{}
+	defer func() {
+		a.mu.Lock()
+		delete(a.cells, id)
+		a.mu.Unlock()
+		a.releaseKernel(k, done.KernelLost)
+		a.out.Send(id, protocol.TCellDone, done)
+	}()
+	if started {
+		done.Kernel = k.ready
+	}
+	k.out.attach(c.forward(a, id, protocol.TStdout))
+	k.err.attach(c.forward(a, id, protocol.TStderr))
+	before := a.snapshot()
+	a.cg.ResetPeak()
+	usage0, _ := a.cg.Usage()
+	start := time.Now()
+
+	err = k.send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: "c", Code: req.Code, Stdin: req.Stdin, HasStdin: req.HasStdin})
+	timer := time.AfterFunc(time.Duration(req.TimeoutMs)*time.Millisecond, func() { c.stop(protocol.CellTimeout) })
+	if err == nil {
+		done = a.follow(id, c)
+	} else {
+		done = protocol.CellDone{Status: protocol.CellError, KernelLost: true, Reason: "cannot reach the kernel: " + err.Error()}
+	}
+	timer.Stop()
+	if started {
+		done.Kernel = k.ready
+	}
+	if done.KernelLost {
+		k.kill()
+	} else {
+		a.fence(k)
+	}
+	usage1, _ := a.cg.Usage()
+	done.WallNs = time.Since(start).Nanoseconds()
+	done.CPUNs = (usage1.CPUTime - usage0.CPUTime).Nanoseconds()
+	done.PeakMemory = usage1.PeakMemoryBytes
+	done.OutputBytes = min(c.output.Load(), c.limit)
+	if usage1.OOMKills > usage0.OOMKills && done.KernelLost {
+		done.Status = protocol.CellMemory
+		done.Reason = "the cell used more memory than the session's limit and the kernel was killed; its state is lost and the next cell starts a new one"
+	}
+	done.Artifacts = diff(before, a.snapshot())
+}
+
+// follow relays the kernel's messages for the running cell until it ends.
+func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
+	k := c.k
+	for {
+		select {
+		case line, ok := <-k.lines:
+			if !ok {
+				return protocol.CellDone{Status: protocol.CellError, KernelLost: true, Reason: describeExit(k.lang, k.waitStatus())}
+			}
+			var env kernelproto.Envelope
+			if json.Unmarshal(line, &env) != nil {
+				continue // a broken line; the kernel's problem, not the cell's
+			}
+			switch env.Type {
+			case kernelproto.TDisplay, kernelproto.TExecuteResult:
+				a.out.Send(id, protocol.TDisplay, json.RawMessage(line))
+			case kernelproto.TError:
+				a.out.Send(id, protocol.TCellError, json.RawMessage(line))
+			case kernelproto.TDone:
+				var d kernelproto.Done
+				json.Unmarshal(line, &d)
+				return cellStatus(c, d)
+			}
+		case <-c.kill:
+			status, _ := c.stopping.Load().(string)
+			return protocol.CellDone{Status: status, KernelLost: true,
+				Reason: "the kernel did not stop the cell within " + stopGrace.String() + " and was restarted; its state is lost"}
+		}
+	}
+}
+
+// cellStatus maps the kernel's Done to the result's status; a stop the
+// agent asked for (timeout, output limit) names its reason.
+func cellStatus(c *cellRun, d kernelproto.Done) protocol.CellDone {
+	out := protocol.CellDone{Status: d.Status, ExitCode: d.ExitCode}
+	if s, _ := c.stopping.Load().(string); s != "" && d.Status != kernelproto.StatusOK {
+		out.Status = s
+	}
+	switch out.Status {
+	case protocol.CellOK, protocol.CellError, protocol.CellInterrupted, protocol.CellTimeout, protocol.CellOutput:
+	default:
+		out.Status = protocol.CellError
+	}
+	return out
+}
+
+// forward sends a cell's output as events, up to the cell's limit; past it
+// the cell is stopped.
+func (c *cellRun) forward(a *Agent, id uint64, typ string) func([]byte) {
+	return func(p []byte) {
+		total := c.output.Add(int64(len(p)))
+		keep := len(p)
+		if total > c.limit {
+			keep = max(0, len(p)-int(total-c.limit))
+			c.stop(protocol.CellOutput)
+		}
+		if keep > 0 {
+			a.out.Send(id, typ, protocol.Data{Data: p[:keep]})
+		}
+	}
+}
+
+// fence waits until all of the cell's output has been attributed.
+func (a *Agent) fence(k *kernel) {
+	for _, s := range []*stream{k.out, k.err} {
+		seen, err := s.fence()
+		if err != nil {
+			s.detach()
+			continue
+		}
+		select {
+		case <-seen:
+		case <-time.After(5 * time.Second):
+			s.detach()
+		}
+	}
+}
+
+// interruptCell handles Signal(SIGINT) and Cancel for a running cell.
+func (a *Agent) controlCell(m *protocol.Message) bool {
+	a.mu.Lock()
+	c := a.cells[m.ID]
+	a.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	switch m.Type {
+	case protocol.TCancel:
+		c.stop(protocol.CellInterrupted)
+	case protocol.TSignal:
+		c.k.interrupt() // the kernel answers Done "interrupted"; nothing is killed
+	}
+	return true
+}

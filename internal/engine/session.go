@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/agentclient"
+	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/kernelproto"
+	"github.com/kiln-dev/kiln/internal/kernels"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/protocol"
+)
+
+// SessionSpec describes a session's sandbox.
+type SessionSpec struct {
+	Limits kiln.Limits // per cell for time and output; for the whole sandbox for the rest
+	Env    []string    // extra KEY=VALUE for every process
+}
+
+// Session is one long-lived sandbox with one workspace, in which cells run
+// one after another, in one or several languages. It is safe for
+// concurrent use; cells queue.
+type Session struct {
+	sb  *native.Sandbox
+	lim kiln.Limits
+	env []string
+
+	run    sync.Mutex // one cell at a time
+	closed chan struct{}
+	once   sync.Once
+}
+
+// NewSession makes a session's sandbox. Kernels start with the first cell
+// of their language.
+func (e *Engine) NewSession(ctx context.Context, spec SessionSpec) (*Session, error) {
+	if err := spec.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	sb, err := e.backend.Create(ctx, native.Spec{Limits: spec.Limits, Env: spec.Env})
+	if err != nil {
+		return nil, err
+	}
+	return &Session{sb: sb, lim: spec.Limits.WithDefaults(), env: spec.Env, closed: make(chan struct{})}, nil
+}
+
+// Cell is one unit of work in a session.
+type Cell struct {
+	Language string
+	Code     string
+	Stdin    *string       // nil: reading stdin fails at once with a clear error
+	Timeout  time.Duration // 0: the session's limit
+}
+
+// Events receive a cell's output as it happens; any may be nil. They are
+// called from one goroutine, in order.
+type Events struct {
+	Stdout func([]byte)
+	Stderr func([]byte)
+	Output func(kiln.Output)
+}
+
+// Agent is the session's agent connection, for file operations.
+func (s *Session) Agent() *agentclient.Client { return s.sb.Agent }
+
+// ID is the session's sandbox id.
+func (s *Session) ID() string { return s.sb.ID }
+
+// Run runs a cell and returns its result. The error is non-nil only when
+// the cell could not run at all (bad input, a broken sandbox); how the cell
+// itself ended is in the result's Status.
+func (s *Session) Run(ctx context.Context, c Cell, ev Events) (kiln.CellResult, error) {
+	l, err := s.checkCell(c)
+	if err != nil {
+		return kiln.CellResult{}, err
+	}
+	s.run.Lock()
+	defer s.run.Unlock()
+	if l.Kind == lang.REPL {
+		return s.runREPL(ctx, l, c, ev)
+	}
+	return kiln.CellResult{}, kiln.Errorf(kiln.Unsupported, "%s cells are not supported yet", l.Name)
+}
+
+func (s *Session) checkCell(c Cell) (*lang.Language, error) {
+	select {
+	case <-s.closed:
+		return nil, kiln.Errorf(kiln.Invalid, "the session is closed")
+	default:
+	}
+	l, err := lang.Lookup(c.Language)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Available(); err != nil {
+		return nil, err
+	}
+	if len(c.Code) > MaxCodeBytes {
+		return nil, kiln.Errorf(kiln.TooLarge, "the cell is %s; the limit is %s", kiln.FormatBytes(int64(len(c.Code))), kiln.FormatBytes(MaxCodeBytes))
+	}
+	if c.Stdin != nil && len(*c.Stdin) > MaxStdinBytes {
+		return nil, kiln.Errorf(kiln.TooLarge, "stdin is %s; the limit is %s", kiln.FormatBytes(int64(len(*c.Stdin))), kiln.FormatBytes(MaxStdinBytes))
+	}
+	if c.Timeout != 0 {
+		if err := (kiln.Limits{Timeout: c.Timeout}).Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Events) (kiln.CellResult, error) {
+	spec, ok := kernels.REPL(l.Name)
+	if !ok || len(spec.Argv) == 0 {
+		return kiln.CellResult{}, kiln.Errorf(kiln.Unsupported, "the %s kernel is not available yet", l.Name)
+	}
+	timeout := s.lim.Timeout
+	if c.Timeout != 0 {
+		timeout = c.Timeout
+	}
+	req := protocol.Cell{
+		Kernel:      protocol.Kernel{Language: l.Name, Argv: spec.Argv, Env: append(append([]string{}, l.Env...), spec.Env...)},
+		Code:        c.Code,
+		TimeoutMs:   timeout.Milliseconds(),
+		OutputBytes: s.lim.OutputBytes,
+	}
+	if c.Stdin != nil {
+		req.Stdin, req.HasStdin = *c.Stdin, true
+	}
+	res := kiln.CellResult{Language: l.Name, Outputs: []kiln.Output{}, Artifacts: []kiln.Artifact{}}
+	var stdout, stderr strings.Builder
+	done, err := s.sb.Agent.Cell(ctx, req, agentclient.CellEvents{
+		Stdout: func(p []byte) {
+			stdout.Write(p)
+			if ev.Stdout != nil {
+				ev.Stdout(p)
+			}
+		},
+		Stderr: func(p []byte) {
+			stderr.Write(p)
+			if ev.Stderr != nil {
+				ev.Stderr(p)
+			}
+		},
+		Display: func(d kernelproto.Display, result bool) {
+			o := kiln.Output{Data: d.Data, Metadata: d.Metadata, Result: result}
+			res.Outputs = append(res.Outputs, o)
+			if ev.Output != nil {
+				ev.Output(o)
+			}
+		},
+		Error: func(e kernelproto.Error) {
+			res.Error = &kiln.CellError{Name: e.Name, Message: e.Message, Traceback: e.Traceback, Line: e.Line}
+		},
+	})
+	if err != nil {
+		var re *agentclient.RemoteError
+		if errors.As(err, &re) && re.Code == protocol.ErrBusy {
+			return kiln.CellResult{}, kiln.Wrap(kiln.Unavailable, err, "the %s kernel is busy", l.Name)
+		}
+		if errors.As(err, &re) {
+			return kiln.CellResult{}, kiln.Wrap(kiln.SandboxError, err, "the %s kernel could not run the cell: %s", l.Name, re.Message)
+		}
+		return kiln.CellResult{}, kiln.Wrap(kiln.SandboxError, err, "the session's sandbox stopped answering")
+	}
+	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	res.Status = kiln.CellStatus(done.Status)
+	res.ExitCode = done.ExitCode
+	res.Notice = done.Reason
+	res.Usage = kiln.Usage{Wall: time.Duration(done.WallNs), CPU: time.Duration(done.CPUNs), PeakMemory: done.PeakMemory, OutputBytes: done.OutputBytes}
+	for _, a := range done.Artifacts {
+		res.Artifacts = append(res.Artifacts, kiln.Artifact{Path: a.Path, Size: a.Size, Change: a.Change})
+	}
+	if res.Status == kiln.StatusError && res.Error == nil && done.KernelLost {
+		res.Error = &kiln.CellError{Name: "KernelDied", Message: done.Reason}
+	}
+	return res, nil
+}
+
+// Interrupt stops the running cell, if any; the kernel keeps its state.
+func (s *Session) Interrupt() error { return s.sb.Agent.InterruptCells() }
+
+// Restart clears a language's kernel state ("" for all); files are kept.
+func (s *Session) Restart(ctx context.Context, language string) error {
+	if language != "" {
+		l, err := lang.Lookup(language)
+		if err != nil {
+			return err
+		}
+		language = l.Name
+	}
+	return s.sb.Agent.Restart(ctx, language)
+}
+
+// Complete returns completions for code at cursor from the live kernel.
+func (s *Session) Complete(ctx context.Context, language, code string, cursor int) (kernelproto.Completion, error) {
+	q, err := s.query(language, code)
+	if err != nil {
+		return kernelproto.Completion{}, err
+	}
+	q.Cursor = cursor
+	return s.sb.Agent.Complete(ctx, q)
+}
+
+// Check says whether code is complete and valid, without running it.
+func (s *Session) Check(ctx context.Context, language, code string) (kernelproto.CheckResult, error) {
+	q, err := s.query(language, code)
+	if err != nil {
+		return kernelproto.CheckResult{}, err
+	}
+	return s.sb.Agent.Check(ctx, q)
+}
+
+func (s *Session) query(language, code string) (protocol.KernelQuery, error) {
+	l, err := lang.Lookup(language)
+	if err != nil {
+		return protocol.KernelQuery{}, err
+	}
+	spec, ok := kernels.REPL(l.Name)
+	if !ok || len(spec.Argv) == 0 {
+		return protocol.KernelQuery{}, kiln.Errorf(kiln.Unsupported, "%s has no kernel to ask", l.Name)
+	}
+	return protocol.KernelQuery{Kernel: protocol.Kernel{Language: l.Name, Argv: spec.Argv, Env: append(append([]string{}, l.Env...), spec.Env...)}, Code: code}, nil
+}
+
+// Close removes the session's sandbox and everything in it.
+func (s *Session) Close(ctx context.Context) error {
+	s.once.Do(func() { close(s.closed) })
+	return s.sb.Destroy(ctx)
+}
+
+// text returns an output's text/plain, for terminals.
+func Text(o kiln.Output) string {
+	var t string
+	if raw, ok := o.Data["text/plain"]; ok {
+		json.Unmarshal(raw, &t)
+	}
+	return t
+}

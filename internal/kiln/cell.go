@@ -1,0 +1,68 @@
+package kiln
+
+import "encoding/json"
+
+// CellStatus says how a cell ended.
+type CellStatus string
+
+const (
+	StatusOK          CellStatus = "ok"
+	StatusError       CellStatus = "error"
+	StatusTimeout     CellStatus = "timeout"
+	StatusInterrupted CellStatus = "interrupted"
+	StatusMemory      CellStatus = "memory_limit"
+	StatusOutput      CellStatus = "output_limit"
+)
+
+// Output is one rich output of a cell: a MIME bundle (text/plain always;
+// text/html, text/markdown, image/png as base64, image/svg+xml,
+// application/json when available).
+type Output struct {
+	Data     map[string]json.RawMessage `json:"data"`
+	Metadata map[string]json.RawMessage `json:"metadata,omitempty"`
+	// Result marks the value of the cell's last expression.
+	Result bool `json:"execute_result,omitempty"`
+}
+
+// CellError is what ended a cell with an error: an exception with a
+// traceback whose line numbers point into the cell, or a failed
+// compilation with its diagnostics.
+type CellError struct {
+	Name        string       `json:"name"`
+	Message     string       `json:"message"`
+	Traceback   []string     `json:"traceback,omitempty"`
+	Line        int          `json:"line,omitempty"`
+	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+}
+
+// Diagnostic is one compiler message.
+type Diagnostic struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Column   int    `json:"column,omitempty"`
+	Severity string `json:"severity"` // error, warning
+	Message  string `json:"message"`
+}
+
+// Artifact is a workspace file that a cell created, changed or deleted.
+type Artifact struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Change string `json:"change"` // created, modified, deleted
+}
+
+// CellResult is everything a cell produced, the same for every language.
+type CellResult struct {
+	Language  string     `json:"language"`
+	Status    CellStatus `json:"status"`
+	Stdout    string     `json:"stdout"`
+	Stderr    string     `json:"stderr"`
+	Outputs   []Output   `json:"outputs"`
+	Error     *CellError `json:"error,omitempty"`
+	ExitCode  *int       `json:"exit_code,omitempty"`
+	Usage     Usage      `json:"usage"`
+	Artifacts []Artifact `json:"artifacts"`
+	// Notice is a plain-words remark about the session, e.g. that the
+	// kernel was restarted and its state lost.
+	Notice string `json:"notice,omitempty"`
+}

@@ -1,0 +1,83 @@
+package protocol
+
+import "encoding/json"
+
+// Cells run in REPL kernels that live as long as the sandbox (or until
+// restarted). One cell runs at a time per kernel.
+const (
+	TCell     = "cell"     // body Cell; events: stdout, stderr, display, cell_error, cell_done | error
+	TRestart  = "restart"  // body Restart; answered ok once the kernel(s) are gone
+	TComplete = "complete" // body KernelQuery; answered ok with the kernel's Completion as body
+	TCheck    = "check"    // body KernelQuery; answered ok with the kernel's CheckResult as body
+
+	TDisplay   = "display"    // body: a kernelproto.Display (display or execute_result), as the kernel sent it
+	TCellError = "cell_error" // body: a kernelproto.Error, as the kernel sent it
+	TCellDone  = "cell_done"  // body CellDone; the last event of a cell
+)
+
+// Kernel says how to start a language's kernel if it is not running.
+type Kernel struct {
+	Language string   `json:"language"`
+	Argv     []string `json:"argv"`
+	Env      []string `json:"env,omitempty"`
+}
+
+// Cell runs code in a kernel. Signal (SIGINT) with the cell's id
+// interrupts it; Cancel interrupts it and, if it does not stop within a
+// grace period, kills the kernel.
+type Cell struct {
+	Kernel      Kernel `json:"kernel"`
+	Code        string `json:"code"`
+	Stdin       string `json:"stdin,omitempty"`
+	HasStdin    bool   `json:"has_stdin,omitempty"`
+	TimeoutMs   int64  `json:"timeout_ms"`
+	OutputBytes int64  `json:"output_bytes"`
+}
+
+// Restart kills the kernel of Language, or every kernel if it is empty.
+// The workspace is kept; the next cell starts a fresh kernel.
+type Restart struct {
+	Language string `json:"language,omitempty"`
+}
+
+// KernelQuery asks a kernel about code without running it.
+type KernelQuery struct {
+	Kernel Kernel `json:"kernel"`
+	Code   string `json:"code"`
+	Cursor int    `json:"cursor,omitempty"` // for complete
+}
+
+// Cell statuses, as the result model names them.
+const (
+	CellOK          = "ok"
+	CellError       = "error"
+	CellTimeout     = "timeout"
+	CellInterrupted = "interrupted"
+	CellMemory      = "memory_limit"
+	CellOutput      = "output_limit"
+)
+
+// CellDone ends a cell.
+type CellDone struct {
+	Status      string     `json:"status"`
+	ExitCode    *int       `json:"exit_code,omitempty"`
+	WallNs      int64      `json:"wall_ns"`
+	CPUNs       int64      `json:"cpu_ns"`
+	PeakMemory  int64      `json:"peak_memory_bytes"`
+	OutputBytes int64      `json:"output_bytes"`
+	Artifacts   []Artifact `json:"artifacts,omitempty"`
+	// KernelLost says the kernel died or was killed; its state is gone and
+	// the next cell starts a new one. Reason says why, in plain words.
+	KernelLost bool   `json:"kernel_lost,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	// Kernel carries the kernel's Ready message the first time a cell
+	// starts it.
+	Kernel json.RawMessage `json:"kernel,omitempty"`
+}
+
+// Artifact is a workspace file a cell created, changed or deleted.
+type Artifact struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Change string `json:"change"` // created, modified, deleted
+}
