@@ -67,6 +67,7 @@ func TestImports(t *testing.T) {
 	allowed := []string{
 		"github.com/kiln-dev/kiln/internal/agent",
 		"github.com/kiln-dev/kiln/internal/cgroups",
+		"github.com/kiln-dev/kiln/internal/kernelproto",
 		"github.com/kiln-dev/kiln/internal/protocol",
 		"github.com/kiln-dev/kiln/internal/seccomp",
 		"github.com/landlock-lsm/go-landlock/",
