@@ -59,6 +59,7 @@ Usage:
   kiln run [flags] FILE [ARGS...]        run a program file in a fresh sandbox
   kiln run [flags] --lang L -c CODE      run code given on the command line
   kiln run [flags] --lang L -            run code read from stdin
+  kiln repl [flags] LANGUAGE             an interactive session (state kept between cells)
   kiln doctor                            what this host supports and lacks
   kiln bench [flags]                     measure sandbox overhead and throughput
   kiln version
@@ -74,6 +75,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "run":
 		return runCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "repl":
+		return replCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "doctor":
 		return doctorCmd(ctx, stdout)
 	case "bench":

@@ -60,11 +60,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&language, "lang", "", "language: "+strings.Join(lang.Names(), ", ")+" (default: from the file's extension)")
 	fs.StringVar(&language, "l", "", "short for --lang")
 	fs.StringVar(&code, "c", "", "the program, given on the command line")
-	fs.Var(durationFlag{&lim.Timeout}, "timeout", "wall-clock limit, e.g. 10s (default 30s)")
-	fs.Var(sizeFlag{&lim.MemoryBytes}, "memory", "memory limit, e.g. 256M (default 512M)")
-	fs.Var(sizeFlag{&lim.OutputBytes}, "output", "stdout+stderr limit, e.g. 64K (default 1M)")
-	fs.Int64Var(&lim.Pids, "pids", 0, "process and thread limit (default 128)")
-	fs.Float64Var(&cpus, "cpus", 0, "CPU limit in CPUs, e.g. 0.5 (default 1)")
+	addLimitFlags(fs, &lim, &cpus)
 	fs.Var(&files, "file", "copy a local file into the workspace: LOCAL[:DEST] (repeatable)")
 	fs.Var(&files, "f", "short for --file")
 	fs.BoolVar(&stats, "stats", false, "print the exit status, wall and CPU time and peak memory on stderr")
@@ -78,11 +74,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		return errUsage
 	}
-	if cpus != 0 {
-		if math.IsNaN(cpus) || cpus < 0.05 || cpus > 64 {
-			return kiln.Errorf(kiln.Invalid, "--cpus %v is outside the allowed range 0.05 to 64", cpus)
-		}
-		lim.CPUMillis = int64(math.Ceil(cpus * 1000))
+	if err := applyCPUs(&lim, cpus); err != nil {
+		return err
 	}
 	r := engine.Run{Language: language, Code: code, Args: fs.Args(), Limits: lim}
 	codeGiven := false
@@ -252,6 +245,27 @@ func doctorCmd(ctx context.Context, stdout io.Writer) error {
 	if err := doctorReport(ctx, stdout); err != nil {
 		return exitError{1}
 	}
+	return nil
+}
+
+// addLimitFlags defines the limit flags that run and repl share.
+func addLimitFlags(fs *flag.FlagSet, lim *kiln.Limits, cpus *float64) {
+	fs.Var(durationFlag{&lim.Timeout}, "timeout", "wall-clock limit per run or cell, e.g. 10s (default 30s)")
+	fs.Var(sizeFlag{&lim.MemoryBytes}, "memory", "memory limit, e.g. 256M (default 512M)")
+	fs.Var(sizeFlag{&lim.OutputBytes}, "output", "stdout+stderr limit, e.g. 64K (default 1M)")
+	fs.Int64Var(&lim.Pids, "pids", 0, "process and thread limit (default 128)")
+	fs.Float64Var(cpus, "cpus", 0, "CPU limit in CPUs, e.g. 0.5 (default 1)")
+}
+
+// applyCPUs turns --cpus into the CPU limit, refusing what would round away.
+func applyCPUs(lim *kiln.Limits, cpus float64) error {
+	if cpus == 0 {
+		return nil
+	}
+	if math.IsNaN(cpus) || cpus < 0.05 || cpus > 64 {
+		return kiln.Errorf(kiln.Invalid, "--cpus %v is outside the allowed range 0.05 to 64", cpus)
+	}
+	lim.CPUMillis = int64(math.Ceil(cpus * 1000))
 	return nil
 }
 

@@ -1,0 +1,389 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
+)
+
+const replHelp = `Commands (a line that starts with ':'):
+  :help                 this text
+  :restart              restart the kernel: variables are cleared, files kept
+  :files [DIR]          list workspace files
+  :get PATH [LOCAL]     copy a workspace file to this machine
+  :put LOCAL [PATH]     copy a local file into the workspace
+  :load FILE            run a local file as a cell
+  :quit                 leave (Ctrl-D does the same)
+Ctrl-C interrupts a running cell (its state is kept) or clears the input.
+A cell runs when it is complete; an open block asks for more lines, and an
+empty line ends a block. In program languages an empty line ends the program.
+`
+
+// replCmd is `kiln repl LANG`: an interactive session on the terminal.
+func replCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kiln repl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		lim  kiln.Limits
+		cpus float64
+	)
+	addLimitFlags(fs, &lim, &cpus)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: kiln repl [flags] LANGUAGE\n\nLanguages: %s\n\nFlags:\n", strings.Join(lang.Names(), ", "))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	if err := applyCPUs(&lim, cpus); err != nil {
+		return err
+	}
+	l, err := lang.Lookup(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if err := l.Available(); err != nil {
+		return err
+	}
+	if err := lim.Validate(); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b, err := native.New(native.Config{}, log)
+	if err != nil {
+		return err
+	}
+	sess, err := engine.New(b, log).NewSession(ctx, engine.SessionSpec{Limits: lim})
+	if err != nil {
+		return err
+	}
+	defer sess.Close(context.Background())
+	outDir, err := os.MkdirTemp("", "kiln-repl-")
+	if err != nil {
+		return err
+	}
+	r := &repl{lang: l, sess: sess, stdout: stdout, stderr: stderr, outDir: outDir}
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return r.interactive(ctx, f)
+	}
+	return r.batch(ctx, stdin)
+}
+
+type repl struct {
+	lang   *lang.Language
+	sess   *engine.Session
+	stdout io.Writer
+	stderr io.Writer
+	outDir string // where images from cells are saved
+	cells  int
+}
+
+func (r *repl) prompts() (string, string) {
+	switch r.lang.Name {
+	case "python":
+		return ">>> ", "... "
+	case "javascript", "typescript":
+		return "> ", "... "
+	}
+	return r.lang.Name + "> ", strings.Repeat(".", len(r.lang.Name)) + "  "
+}
+
+// ctrlC passes keys through to the line editor and notes Ctrl-C, which
+// the editor reports exactly like Ctrl-D.
+type ctrlC struct {
+	r    io.Reader
+	seen atomic.Bool
+}
+
+func (c *ctrlC) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for _, b := range p[:n] {
+		if b == 3 {
+			c.seen.Store(true)
+		}
+	}
+	return n, err
+}
+
+func (r *repl) interactive(ctx context.Context, tty *os.File) error {
+	first, more := r.prompts()
+	keys := &ctrlC{r: tty}
+	t := term.NewTerminal(struct {
+		io.Reader
+		io.Writer
+	}{keys, r.stdout}, first)
+	fmt.Fprintf(r.stdout, "kiln repl: %s in a fresh sandbox (session %s). Ctrl-C interrupts, Ctrl-D exits, :help for commands.\n", r.lang.Name, r.sess.ID())
+	var buf []string
+	for {
+		if len(buf) == 0 {
+			t.SetPrompt(first)
+		} else {
+			t.SetPrompt(more)
+		}
+		old, err := term.MakeRaw(int(tty.Fd()))
+		if err != nil {
+			return err
+		}
+		keys.seen.Store(false)
+		line, err := t.ReadLine()
+		term.Restore(int(tty.Fd()), old)
+		if errors.Is(err, io.EOF) && keys.seen.Load() {
+			fmt.Fprintln(r.stdout, "^C")
+			buf = nil
+			continue
+		}
+		if err != nil {
+			fmt.Fprintln(r.stdout)
+			return nil
+		}
+		if len(buf) == 0 && strings.HasPrefix(strings.TrimSpace(line), ":") {
+			if quit := r.command(ctx, strings.TrimSpace(line)); quit {
+				return nil
+			}
+			continue
+		}
+		buf = append(buf, line)
+		if code, ready := r.ready(ctx, buf); ready {
+			buf = nil
+			r.cell(ctx, code)
+		}
+	}
+}
+
+// batch reads cells from a non-terminal, so that scripts and tests can
+// drive the REPL: the same completeness rules, no line editing.
+func (r *repl) batch(ctx context.Context, in io.Reader) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), engine.MaxCodeBytes)
+	var buf []string
+	for sc.Scan() {
+		line := sc.Text()
+		if len(buf) == 0 && strings.HasPrefix(strings.TrimSpace(line), ":") {
+			if r.command(ctx, strings.TrimSpace(line)) {
+				return nil
+			}
+			continue
+		}
+		buf = append(buf, line)
+		if code, ready := r.ready(ctx, buf); ready {
+			buf = nil
+			r.cell(ctx, code)
+		}
+	}
+	if len(buf) > 0 {
+		r.cell(ctx, strings.Join(buf, "\n"))
+	}
+	return sc.Err()
+}
+
+// ready decides whether the lines typed so far make a cell: the kernel
+// says whether the code is complete; an empty line always ends a block.
+func (r *repl) ready(ctx context.Context, buf []string) (string, bool) {
+	code := strings.Join(buf, "\n")
+	last := buf[len(buf)-1]
+	if strings.TrimSpace(code) == "" {
+		return "", false
+	}
+	if r.lang.Kind == lang.Program || strings.TrimSpace(last) == "" {
+		return code, r.lang.Kind != lang.Program || strings.TrimSpace(last) == ""
+	}
+	res, err := r.sess.Check(ctx, r.lang.Name, code)
+	if err != nil {
+		return code, true // let the run report the problem
+	}
+	return code, res.Status != "incomplete"
+}
+
+// cell runs code, with Ctrl-C (SIGINT to kiln) interrupting it.
+func (r *repl) cell(ctx context.Context, code string) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-sig:
+				r.sess.Interrupt()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	res, err := r.sess.Run(ctx, engine.Cell{Language: r.lang.Name, Code: code}, engine.Events{
+		Stdout: func(p []byte) { r.stdout.Write(p) },
+		Stderr: func(p []byte) { r.stderr.Write(p) },
+		Output: func(o kiln.Output) { r.show(o) },
+	})
+	close(stop)
+	signal.Stop(sig)
+	if err != nil {
+		fmt.Fprintf(r.stderr, "kiln: %s\n", kiln.Message(err))
+		return
+	}
+	r.report(res)
+}
+
+// show prints one rich output the way a terminal can: text as text,
+// images saved to files.
+func (r *repl) show(o kiln.Output) {
+	r.cells++
+	for _, kind := range []struct{ mime, ext string }{{"image/png", ".png"}, {"image/svg+xml", ".svg"}} {
+		raw, ok := o.Data[kind.mime]
+		if !ok {
+			continue
+		}
+		var s string
+		json.Unmarshal(raw, &s)
+		data := []byte(s)
+		if kind.mime == "image/png" {
+			if data, _ = base64.StdEncoding.DecodeString(s); data == nil {
+				continue
+			}
+		}
+		name := filepath.Join(r.outDir, fmt.Sprintf("output-%d%s", r.cells, kind.ext))
+		if err := os.WriteFile(name, data, 0o644); err == nil {
+			fmt.Fprintf(r.stdout, "[%s saved to %s]\n", kind.mime, name)
+			return
+		}
+	}
+	if t := engine.Text(o); t != "" {
+		fmt.Fprintln(r.stdout, t)
+		return
+	}
+	for mime := range o.Data {
+		fmt.Fprintf(r.stdout, "[%s output]\n", mime)
+	}
+}
+
+func (r *repl) report(res kiln.CellResult) {
+	if res.Error != nil {
+		if len(res.Error.Traceback) > 0 {
+			fmt.Fprintln(r.stderr, strings.Join(res.Error.Traceback, "\n"))
+		} else {
+			fmt.Fprintf(r.stderr, "%s: %s\n", res.Error.Name, res.Error.Message)
+		}
+		for _, d := range res.Error.Diagnostics {
+			fmt.Fprintf(r.stderr, "%s:%d:%d: %s: %s\n", d.File, d.Line, d.Column, d.Severity, d.Message)
+		}
+	}
+	switch res.Status {
+	case kiln.StatusInterrupted:
+		fmt.Fprintln(r.stderr, "kiln: interrupted")
+	case kiln.StatusTimeout:
+		fmt.Fprintln(r.stderr, "kiln: time limit reached; the cell was stopped")
+	case kiln.StatusMemory:
+		fmt.Fprintln(r.stderr, "kiln: memory limit reached")
+	case kiln.StatusOutput:
+		fmt.Fprintln(r.stderr, "kiln: output limit reached; the cell was stopped")
+	}
+	if res.Notice != "" && res.Status != kiln.StatusMemory {
+		fmt.Fprintf(r.stderr, "kiln: %s\n", res.Notice)
+	}
+	for _, a := range res.Artifacts {
+		if a.Change != "deleted" {
+			fmt.Fprintf(r.stderr, "kiln: %s %s (%s); :get %s to copy it here\n", a.Change, a.Path, kiln.FormatBytes(a.Size), a.Path)
+		}
+	}
+}
+
+// command runs a ':' command and reports whether to quit.
+func (r *repl) command(ctx context.Context, line string) bool {
+	f := strings.Fields(line)
+	arg := func(i int, def string) string {
+		if i < len(f) {
+			return f[i]
+		}
+		return def
+	}
+	a := r.sess.Agent()
+	var err error
+	switch f[0] {
+	case ":quit", ":q", ":exit":
+		return true
+	case ":help", ":h":
+		fmt.Fprint(r.stdout, replHelp)
+	case ":restart":
+		if err = r.sess.Restart(ctx, r.lang.Name); err == nil {
+			fmt.Fprintln(r.stdout, "kernel restarted; files are kept")
+		}
+	case ":files", ":ls":
+		ents, lerr := a.List(ctx, arg(1, ""))
+		err = lerr
+		for _, e := range ents {
+			fmt.Fprintf(r.stdout, "%-8s %10d  %s\n", e.Type, e.Size, e.Name)
+		}
+	case ":get":
+		if len(f) < 2 {
+			err = kiln.Errorf(kiln.Invalid, "usage: :get PATH [LOCAL]")
+			break
+		}
+		data, gerr := a.ReadFile(ctx, f[1], engine.MaxFilesBytes)
+		if err = gerr; err == nil {
+			local := arg(2, filepath.Base(f[1]))
+			if err = os.WriteFile(local, data, 0o644); err == nil {
+				fmt.Fprintf(r.stdout, "copied %s to %s (%s)\n", f[1], local, kiln.FormatBytes(int64(len(data))))
+			}
+		}
+	case ":put":
+		if len(f) < 2 {
+			err = kiln.Errorf(kiln.Invalid, "usage: :put LOCAL [PATH]")
+			break
+		}
+		data, rerr := readFileLimited(f[1], engine.MaxFilesBytes)
+		if err = rerr; err == nil {
+			dest := arg(2, filepath.Base(f[1]))
+			if err = engine.ValidatePath(dest); err == nil {
+				err = a.WriteFile(ctx, dest, data, 0o644)
+			}
+		}
+	case ":load":
+		if len(f) < 2 {
+			err = kiln.Errorf(kiln.Invalid, "usage: :load FILE")
+			break
+		}
+		data, rerr := readFileLimited(f[1], engine.MaxCodeBytes)
+		if err = rerr; err == nil {
+			r.cell(ctx, string(data))
+		}
+	default:
+		err = kiln.Errorf(kiln.Invalid, "unknown command %s; :help lists them", f[0])
+	}
+	if err != nil {
+		fmt.Fprintf(r.stderr, "kiln: %s\n", errorText(err))
+	}
+	return false
+}
+
+// errorText is a user-safe message for kiln's errors and the agent's.
+func errorText(err error) string {
+	if kiln.KindOf(err) != kiln.Internal {
+		return kiln.Message(err)
+	}
+	return err.Error()
+}
