@@ -1,4 +1,38 @@
 package kernels
 
-// pythonKernel is a placeholder until the python kernel lands.
-func pythonKernel() Spec { return Spec{Language: "python"} }
+import _ "embed"
+
+// pythonSource is the Python kernel (python/kernel.py). It travels on the
+// command line, so it stays well under Linux's 128 KiB limit on one
+// argument.
+//
+// What it does, beyond package kernelproto:
+//   - User code runs in its own module, installed as __main__ (so pickle
+//     finds classes defined in cells); display() is a builtin.
+//   - A cell's last expression statement is its execute_result unless it is
+//     None or followed by ';'; _, __ and ___ hold the last results.
+//   - Rich output follows Jupyter's display protocol (_repr_html_,
+//     _repr_png_, _repr_mimebundle_ ...); pyplot figures are sent as PNG at
+//     plt.show() and at the end of the cell, then closed.
+//   - Top-level await runs on one asyncio loop kept for the kernel's life.
+//   - Without stdin, reading it raises EOFError("kiln: this cell has no
+//     stdin; send stdin with the cell to use input()") at once.
+//   - An interrupted cell sends an Error named KeyboardInterrupt, whose
+//     traceback shows where the cell stopped, then Done "interrupted".
+//     SIGINT while idle is ignored.
+//   - sys.exit() ends the cell with an Error named SystemExit, not the
+//     kernel.
+//   - Check answers as the Python prompt does: an open bracket or block is
+//     "incomplete", and so is a cell ending in a compound statement (def,
+//     for, if ...) until it ends with a blank line.
+//
+//go:embed python/kernel.py
+var pythonSource string
+
+func pythonKernel() Spec {
+	return Spec{
+		Language: "python",
+		Argv:     []string{"/usr/bin/python3", "-u", "-c", pythonSource},
+		Env:      []string{"PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg"},
+	}
+}

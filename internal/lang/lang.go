@@ -79,7 +79,7 @@ var table = []Language{
 	{
 		Name: "python", Aliases: []string{"python3", "py"}, Kind: REPL, Ext: ".py",
 		Binary: "/usr/bin/python3", Version: []string{"--version"}, Package: "the Debian package python3",
-		Env: []string{"PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg"},
+		Env: []string{"PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/matplotlib"},
 	},
 	{
 		Name: "ruby", Aliases: []string{"rb"}, Kind: Program, Ext: ".rb",

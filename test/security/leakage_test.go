@@ -26,6 +26,7 @@ var baseEnv = []string{
 	"TERM=dumb",
 	"TMPDIR=/tmp",
 	"USER=user",
+	"XDG_CACHE_HOME=/tmp/.cache",
 }
 
 // TestEnvironmentAllowlist: a program's environment is exactly the
@@ -40,7 +41,7 @@ func TestEnvironmentAllowlist(t *testing.T) {
 		language, code string
 		extra          []string
 	}{
-		{"python", "import os\nfor k in sorted(os.environ): print(k + '=' + os.environ[k])", []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}},
+		{"python", "import os\nfor k in sorted(os.environ): print(k + '=' + os.environ[k])", []string{"MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/matplotlib", "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}},
 		{"node", "for (const k of Object.keys(process.env).sort()) console.log(k + '=' + process.env[k]);", nil},
 		// bash adds PWD, SHLVL and _ to what it exports; the environment it
 		// was started with is in /proc.

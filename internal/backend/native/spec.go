@@ -33,6 +33,7 @@ var BaseEnv = []string{
 	"LANG=C.UTF-8",
 	"LC_ALL=C.UTF-8",
 	"TMPDIR=/tmp",
+	"XDG_CACHE_HOME=/tmp/.cache", // caches (fontconfig, pip) stay out of the workspace
 	"TERM=dumb",
 	"SHELL=/bin/bash",
 }
