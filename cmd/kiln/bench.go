@@ -21,6 +21,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.Runs, "runs", 50, "latency samples per measurement")
 	fs.IntVar(&o.Throughput, "throughput-runs", 200, "runs per throughput measurement")
 	cliToo := fs.Bool("cli", true, "also time `kiln run` as a separate process")
+	sessions := fs.Bool("sessions", true, "also measure sessions: ready time and warm cells")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -42,10 +43,19 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	r, err := bench.Run(ctx, engine.New(b, log), o, stderr)
+	e := engine.New(b, log)
+	r, err := bench.Run(ctx, e, o, stderr)
 	if err != nil {
 		return err
 	}
 	r.Print(stdout)
+	if !*sessions {
+		return nil
+	}
+	sr, err := bench.Sessions(ctx, e, max(o.Runs/2, 5), stderr)
+	if err != nil {
+		return err
+	}
+	sr.Print(stdout)
 	return nil
 }

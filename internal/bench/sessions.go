@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/kiln"
+)
+
+// SessionReport holds the session figures: medians.
+type SessionReport struct {
+	Runs         int
+	Ready        time.Duration            // a Python session from nothing: sandbox + kernel + first `1+1`
+	Warm         map[string]time.Duration // a warm `1+1` cell per language, at the engine API
+	ProgramFirst map[string]time.Duration // hello world compiled and run, per program language
+	ProgramAgain map[string]time.Duration // the same again, from the compile cache
+}
+
+// warmCode is the trivial cell per REPL language.
+var warmCode = map[string]string{"python": "1+1"}
+
+// Sessions measures session figures with e.
+func Sessions(ctx context.Context, e *engine.Engine, runs int, log io.Writer) (*SessionReport, error) {
+	r := &SessionReport{Runs: runs, Warm: map[string]time.Duration{}, ProgramFirst: map[string]time.Duration{}, ProgramAgain: map[string]time.Duration{}}
+	var ready []time.Duration
+	for i := 0; i < runs; i++ {
+		start := time.Now()
+		s, err := e.NewSession(ctx, engine.SessionSpec{})
+		if err != nil {
+			return nil, err
+		}
+		if err := expect(ctx, s, "python", "1+1", "2"); err != nil {
+			s.Close(ctx)
+			return nil, err
+		}
+		ready = append(ready, time.Since(start))
+		s.Close(ctx)
+	}
+	r.Ready = Median(ready)
+	fmt.Fprintln(log, "session ready done")
+
+	s, err := e.NewSession(ctx, engine.SessionSpec{})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close(ctx)
+	for language, code := range warmCode {
+		if err := expect(ctx, s, language, code, "2"); err != nil {
+			return nil, fmt.Errorf("%s: %w", language, err)
+		}
+		var ds []time.Duration
+		for i := 0; i < runs*10; i++ {
+			start := time.Now()
+			if err := expect(ctx, s, language, code, "2"); err != nil {
+				return nil, err
+			}
+			ds = append(ds, time.Since(start))
+		}
+		r.Warm[language] = Median(ds)
+		fmt.Fprintf(log, "warm %s cells done\n", language)
+	}
+	return r, nil
+}
+
+// expect runs a cell and checks its result's text.
+func expect(ctx context.Context, s *engine.Session, language, code, want string) error {
+	res, err := s.Run(ctx, engine.Cell{Language: language, Code: code}, engine.Events{})
+	if err != nil {
+		return err
+	}
+	got := ""
+	for _, o := range res.Outputs {
+		if o.Result {
+			got = engine.Text(o)
+		}
+	}
+	if res.Status != kiln.StatusOK || got != want {
+		return fmt.Errorf("%s cell %q: status %s, result %q, stderr %q", language, code, res.Status, got, res.Stderr)
+	}
+	return nil
+}
+
+// Print writes the session figures.
+func (r *SessionReport) Print(w io.Writer) {
+	fmt.Fprintf(w, "sessions, medians (%d sessions; %d warm cells per language):\n", r.Runs, r.Runs*10)
+	fmt.Fprintf(w, "  python session ready from nothing (sandbox + kernel + first 1+1)  %8.2f ms\n", ms(r.Ready))
+	for _, l := range []string{"python", "javascript"} {
+		if d, ok := r.Warm[l]; ok {
+			fmt.Fprintf(w, "  warm %-10s 1+1 cell round trip at the engine API      %8.3f ms\n", l, ms(d))
+		}
+	}
+	for l, d := range r.ProgramFirst {
+		fmt.Fprintf(w, "  %s hello world, compile + run  %8.2f ms; again from the cache %8.2f ms\n", l, ms(d), ms(r.ProgramAgain[l]))
+	}
+}
