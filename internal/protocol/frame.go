@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -93,13 +94,13 @@ func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 func (w *Writer) Send(id uint64, typ string, body any) error {
 	var raw json.RawMessage
 	if body != nil {
-		b, err := json.Marshal(body)
+		b, err := marshal(body)
 		if err != nil {
 			return fmt.Errorf("protocol: encode %s: %w", typ, err)
 		}
 		raw = b
 	}
-	frame, err := json.Marshal(Message{ID: id, Type: typ, Body: raw})
+	frame, err := marshal(Message{ID: id, Type: typ, Body: raw})
 	if err != nil {
 		return fmt.Errorf("protocol: encode %s: %w", typ, err)
 	}
@@ -113,4 +114,16 @@ func (w *Writer) Send(id uint64, typ string, body any) error {
 	defer w.mu.Unlock()
 	_, err = w.w.Write(buf)
 	return err
+}
+
+// marshal is json.Marshal without HTML escaping: frames carry HTML output
+// of cells, and escaping every < and > would only make them larger.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
