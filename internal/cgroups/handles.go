@@ -198,8 +198,11 @@ func (h *Handles) ResetPeak() error {
 		return nil
 	}
 	_, err := f.Write([]byte("0\n"))
-	if h.version == V2 && errors.Is(err, syscall.EBADF) {
-		return nil // opened read-only: before Linux 6.12
+	// Before Linux 6.12 memory.peak cannot be written: the handle was opened
+	// read-only (EBADF), or read-write by root, which cgroupfs allows, and
+	// the write is refused (EINVAL).
+	if h.version == V2 && (errors.Is(err, syscall.EBADF) || errors.Is(err, syscall.EINVAL)) {
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reset peak memory: %w", err)

@@ -45,8 +45,10 @@ func Report(ctx context.Context, w io.Writer) error {
 	} else {
 		line(true, "cgroups: %s", p.Cgroups)
 	}
-	if p.LandlockABI > 0 {
+	if p.LandlockABI >= native.LandlockFull {
 		line(true, "Landlock ABI %d (applied to every user process)", p.LandlockABI)
+	} else if p.LandlockABI > 0 {
+		fmt.Fprintf(w, "  partial  Landlock ABI %d: applied as far as this kernel allows; ABI %d (Linux 6.12) adds device ioctl rules and signal scoping\n", p.LandlockABI, native.LandlockFull)
 	} else {
 		fmt.Fprintln(w, "  absent   Landlock: this kernel has none; sandboxes rely on the read-only root and seccomp")
 	}

@@ -81,7 +81,7 @@ func New(cfg Config, log *slog.Logger) (*Backend, error) {
 		return nil, kiln.Wrap(kiln.Unsupported, err, "this host's cgroups cannot limit sandboxes")
 	}
 	cgh.RootGroup = cfg.CgroupRoot
-	b := &Backend{cfg: cfg, cg: cgh, landlock: probe.LandlockABI > 0, log: log}
+	b := &Backend{cfg: cfg, cg: cgh, landlock: probe.LandlockABI >= LandlockFull, log: log}
 	if n, err := b.CleanOrphans(context.Background()); err != nil {
 		log.Warn("cleaning up after earlier sandboxes", "err", err)
 	} else if n > 0 {

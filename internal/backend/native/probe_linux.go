@@ -141,3 +141,9 @@ func readInt(path string) (int64, error) {
 	}
 	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }
+
+// LandlockFull is the Landlock ABI that has every right the spawn stage
+// asks for (device ioctls came in 5, scoping in 6). Below it Landlock is
+// applied as far as the kernel allows; at or above it, a failure to apply
+// it stops the execution.
+const LandlockFull = 6
