@@ -237,26 +237,28 @@ func (a *Agent) query(id uint64, typ string, q protocol.KernelQuery) {
 		a.fail(id, codeFor(err), err.Error())
 		return
 	}
-	lost := false
-	defer func() { a.releaseKernel(k, lost) }()
+	// The kernel is released before the answer goes out: a client that
+	// sends a cell as soon as it has the answer must find the kernel idle.
 	var msg any = kernelproto.Check{Type: kernelproto.TCheck, Cell: "q", Code: q.Code}
 	if typ == protocol.TComplete {
 		msg = kernelproto.Complete{Type: kernelproto.TComplete, Cell: "q", Code: q.Code, Cursor: q.Cursor}
 	}
 	if err := k.send(msg); err != nil {
-		lost = true
+		a.releaseKernel(k, true)
 		a.fail(id, protocol.ErrInternal, "kernel: "+err.Error())
 		return
 	}
 	select {
 	case line, ok := <-k.lines:
 		if !ok {
-			lost = true
+			a.releaseKernel(k, true)
 			a.fail(id, protocol.ErrInternal, describeExit(k.lang, k.waitStatus()))
 			return
 		}
+		a.releaseKernel(k, false)
 		a.out.Send(id, protocol.TOK, json.RawMessage(line))
 	case <-time.After(10 * time.Second):
+		a.releaseKernel(k, false)
 		a.fail(id, protocol.ErrInternal, "the kernel did not answer within 10s")
 	}
 }
