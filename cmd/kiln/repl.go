@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -88,7 +86,8 @@ func replCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
-	r := &repl{lang: l, sess: sess, stdout: stdout, stderr: stderr, outDir: outDir}
+	r := &repl{lang: l, sess: sess, stdout: stdout, stderr: stderr,
+		render: &renderer{stdout: stdout, stderr: stderr, dir: outDir, artifactHint: ":get %s to copy it here"}}
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		return r.interactive(ctx, f)
 	}
@@ -100,8 +99,7 @@ type repl struct {
 	sess   *engine.Session
 	stdout io.Writer
 	stderr io.Writer
-	outDir string // where images from cells are saved
-	cells  int
+	render *renderer
 }
 
 func (r *repl) prompts() (string, string) {
@@ -238,7 +236,7 @@ func (r *repl) cell(ctx context.Context, code string) {
 	res, err := r.sess.Run(ctx, engine.Cell{Language: r.lang.Name, Code: code}, engine.Events{
 		Stdout: func(p []byte) { r.stdout.Write(p) },
 		Stderr: func(p []byte) { r.stderr.Write(p) },
-		Output: func(o kiln.Output) { r.show(o) },
+		Output: func(o kiln.Output) { r.render.show(o) },
 	})
 	close(stop)
 	signal.Stop(sig)
@@ -246,70 +244,7 @@ func (r *repl) cell(ctx context.Context, code string) {
 		fmt.Fprintf(r.stderr, "kiln: %s\n", kiln.Message(err))
 		return
 	}
-	r.report(res)
-}
-
-// show prints one rich output the way a terminal can: text as text,
-// images saved to files.
-func (r *repl) show(o kiln.Output) {
-	r.cells++
-	for _, kind := range []struct{ mime, ext string }{{"image/png", ".png"}, {"image/svg+xml", ".svg"}} {
-		raw, ok := o.Data[kind.mime]
-		if !ok {
-			continue
-		}
-		var s string
-		json.Unmarshal(raw, &s)
-		data := []byte(s)
-		if kind.mime == "image/png" {
-			if data, _ = base64.StdEncoding.DecodeString(s); data == nil {
-				continue
-			}
-		}
-		name := filepath.Join(r.outDir, fmt.Sprintf("output-%d%s", r.cells, kind.ext))
-		if err := os.WriteFile(name, data, 0o644); err == nil {
-			fmt.Fprintf(r.stdout, "[%s saved to %s]\n", kind.mime, name)
-			return
-		}
-	}
-	if t := engine.Text(o); t != "" {
-		fmt.Fprintln(r.stdout, t)
-		return
-	}
-	for mime := range o.Data {
-		fmt.Fprintf(r.stdout, "[%s output]\n", mime)
-	}
-}
-
-func (r *repl) report(res kiln.CellResult) {
-	if res.Error != nil {
-		if len(res.Error.Traceback) > 0 {
-			fmt.Fprintln(r.stderr, strings.Join(res.Error.Traceback, "\n"))
-		} else {
-			fmt.Fprintf(r.stderr, "%s: %s\n", res.Error.Name, res.Error.Message)
-		}
-		for _, d := range res.Error.Diagnostics {
-			fmt.Fprintf(r.stderr, "%s:%d:%d: %s: %s\n", d.File, d.Line, d.Column, d.Severity, d.Message)
-		}
-	}
-	switch res.Status {
-	case kiln.StatusInterrupted:
-		fmt.Fprintln(r.stderr, "kiln: interrupted")
-	case kiln.StatusTimeout:
-		fmt.Fprintln(r.stderr, "kiln: time limit reached; the cell was stopped")
-	case kiln.StatusMemory:
-		fmt.Fprintln(r.stderr, "kiln: memory limit reached")
-	case kiln.StatusOutput:
-		fmt.Fprintln(r.stderr, "kiln: output limit reached; the cell was stopped")
-	}
-	if res.Notice != "" && res.Status != kiln.StatusMemory {
-		fmt.Fprintf(r.stderr, "kiln: %s\n", res.Notice)
-	}
-	for _, a := range res.Artifacts {
-		if a.Change != "deleted" {
-			fmt.Fprintf(r.stderr, "kiln: %s %s (%s); :get %s to copy it here\n", a.Change, a.Path, kiln.FormatBytes(a.Size), a.Path)
-		}
-	}
+	r.render.report(res)
 }
 
 // command runs a ':' command and reports whether to quit.

@@ -172,6 +172,9 @@ func runProgram(ctx context.Context, r engine.Run, stats bool, stdout, stderr io
 	if err != nil {
 		return err
 	}
+	if l, _ := lang.Lookup(r.Language); !l.OneShot() {
+		return runCell(ctx, engine.New(b, log), r, stdout, stderr)
+	}
 	x, err := engine.New(b, log).Run(ctx, r, stdout, stderr)
 	if err != nil {
 		return err
@@ -194,6 +197,24 @@ func runProgram(ctx context.Context, r engine.Run, stats bool, stdout, stderr io
 		return exitError{128 + int(unix.SignalNum(x.Signal))}
 	case x.Code != 0:
 		return exitError{x.Code}
+	}
+	return nil
+}
+
+// runCell runs a language that needs a kernel or a build as one cell.
+func runCell(ctx context.Context, e *engine.Engine, r engine.Run, stdout, stderr io.Writer) error {
+	out := &renderer{stdout: stdout, stderr: stderr}
+	res, err := e.RunCell(ctx, r, engine.Events{
+		Stdout: func(p []byte) { stdout.Write(p) },
+		Stderr: func(p []byte) { stderr.Write(p) },
+		Output: out.show,
+	})
+	if err != nil {
+		return err
+	}
+	out.report(res)
+	if code := exitStatus(res); code != 0 {
+		return exitError{code}
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ func (a *Agent) runCell(id uint64, req protocol.Cell) {
 		done.Status = protocol.CellMemory
 		done.Reason = "the cell used more memory than the session's limit and the kernel was killed; its state is lost and the next cell starts a new one"
 	}
-	done.Artifacts = diff(before, a.snapshot())
+	done.Artifacts = protocol.Diff(before, a.snapshot())
 }
 
 // follow relays the kernel's messages for the running cell until it ends.

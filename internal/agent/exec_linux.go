@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +31,22 @@ type execution struct {
 	canceled atomic.Bool
 	timedOut atomic.Bool
 	truncate atomic.Bool
+	scope    string
+	ended    atomic.Bool // once set, nothing may be killed on this exec's behalf
+}
+
+// kill stops the exec: the whole sandbox or its own group, as it asked.
+// Once the exec has ended it does nothing, so that a late timer or output
+// pump cannot hit the processes of the next exec or a waiting spare.
+func (x *execution) kill(a *Agent) {
+	if x.ended.Load() {
+		return
+	}
+	if x.scope == protocol.KillGroup {
+		killGroup(x.pid)
+		return
+	}
+	a.killAll()
 }
 
 func (a *Agent) startExec(id uint64, req protocol.Exec) {
@@ -77,7 +95,7 @@ func isLocal(p string) bool {
 }
 
 func (a *Agent) runExec(id uint64, req protocol.Exec) {
-	x := &execution{id: id, stdin: make(chan protocol.Stdin, 16), limit: req.OutputBytes}
+	x := &execution{id: id, stdin: make(chan protocol.Stdin, 16), limit: req.OutputBytes, scope: req.KillScope}
 	for _, op := range req.Files {
 		if err := a.writeForExec(op); err != nil {
 			a.fail(id, errorCode(err), describe(op.Path, err))
@@ -123,14 +141,18 @@ func (a *Agent) runExec(id uint64, req protocol.Exec) {
 
 	timer := time.AfterFunc(time.Duration(req.TimeoutMs)*time.Millisecond, func() {
 		x.timedOut.Store(true)
-		a.killAll()
+		x.kill(a)
 	})
 	st := <-s.done
 	timer.Stop()
+	if x.scope == protocol.KillGroup && (x.timedOut.Load() || x.canceled.Load() || x.truncate.Load()) {
+		killGroup(x.pid) // children left in the group after the leader died
+	}
 	waitGrace(&readers, drainGrace)
 	pipes.closeReadEnds()
 	readers.Wait()
 
+	x.ended.Store(true)
 	after, _ := a.cg.Usage()
 	a.out.Send(id, protocol.TExit, exitInfo(x, st, time.Since(start), before, after))
 }
@@ -172,7 +194,7 @@ func (a *Agent) pump(x *execution, r *os.File, typ string, wg *sync.WaitGroup) {
 					keep = 0
 				}
 				if !x.truncate.Swap(true) {
-					a.killAll()
+					x.kill(a)
 				}
 			}
 			if keep > 0 {
@@ -218,7 +240,7 @@ func (a *Agent) control(m *protocol.Message) {
 	switch m.Type {
 	case protocol.TCancel:
 		x.canceled.Store(true)
-		a.killAll()
+		x.kill(a)
 	case protocol.TSignal:
 		var s protocol.Signal
 		if m.Decode(&s) != nil {
@@ -237,6 +259,51 @@ func (a *Agent) control(m *protocol.Message) {
 		default: // the program is not reading; drop rather than block the connection
 		}
 	}
+}
+
+// killGroup kills the process group and the session that pid leads, and
+// any process that joined either, repeating until none is left (a process
+// forking while it is killed adds members, never escapes the scan).
+func killGroup(pid int) {
+	for round := 0; round < 50; round++ {
+		unix.Kill(-pid, unix.SIGKILL)
+		found := false
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			p, err := strconv.Atoi(e.Name())
+			if err != nil || p == 1 {
+				continue
+			}
+			if pgrp, sid, ok := groupOf(p); ok && (pgrp == pid || sid == pid) {
+				unix.Kill(p, unix.SIGKILL)
+				found = true
+			}
+		}
+		if !found {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// groupOf reads a process's group and session from /proc/PID/stat.
+func groupOf(pid int) (pgrp, sid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name may hold spaces and parentheses; fields follow the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 4 {
+		return 0, 0, false
+	}
+	pgrp, err1 := strconv.Atoi(f[2])
+	sid, err2 := strconv.Atoi(f[3])
+	return pgrp, sid, err1 == nil && err2 == nil
 }
 
 // killAll kills every process in the sandbox but the agent. kill(-1) from

@@ -72,6 +72,8 @@ func (a *Agent) doFileOp(id uint64, root *os.Root, name string, op protocol.File
 		return protocol.FileResult{}, a.readFile(id, root, name, op)
 	case protocol.FileList:
 		return listDir(root, name)
+	case protocol.FileWalk:
+		return protocol.FileResult{Entries: a.snapshot()}, nil
 	case protocol.FileStat:
 		fi, err := root.Lstat(name)
 		if err != nil {

@@ -90,3 +90,10 @@ func (c *Client) Mkdir(ctx context.Context, path string) error {
 	_, err := c.fileOp(ctx, protocol.FileOp{Op: protocol.FileMkdir, Path: path}, nil)
 	return err
 }
+
+// Walk lists every regular file of the workspace with its path, size and
+// time (protocol.FileWalk), for comparing before and after a program.
+func (c *Client) Walk(ctx context.Context) ([]protocol.FileInfo, error) {
+	res, err := c.fileOp(ctx, protocol.FileOp{Op: protocol.FileWalk}, nil)
+	return res.Entries, err
+}

@@ -109,10 +109,16 @@ func (e *Engine) Run(ctx context.Context, r Run, stdout, stderr io.Writer) (kiln
 // it keeps the frame well below protocol.MaxFrame after base64.
 const inlineBytes = 1 << 20
 
-// Validate checks a run without running it.
+// Validate checks a run of any language without running it.
 func Validate(r Run) error {
-	_, err := validate(r)
-	return err
+	l, err := lang.Lookup(r.Language)
+	if err != nil {
+		return err
+	}
+	if err := validateCode(r); err != nil {
+		return err
+	}
+	return validateFiles(l, r.Files)
 }
 
 func validate(r Run) (*lang.Language, error) {
@@ -121,27 +127,35 @@ func validate(r Run) (*lang.Language, error) {
 		return nil, err
 	}
 	if !l.OneShot() {
-		return nil, kiln.Errorf(kiln.Unsupported, "one-shot runs of %s programs are not supported yet; kiln run takes %s", l.Name, strings.Join(oneShotNames(), ", "))
+		return nil, kiln.Errorf(kiln.Unsupported, "Run takes %s; use RunCell for %s", strings.Join(oneShotNames(), ", "), l.Name)
 	}
 	if err := l.Available(); err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(r.Code) == "" {
-		return nil, kiln.Errorf(kiln.Invalid, "the program is empty")
-	}
-	if len(r.Code) > MaxCodeBytes {
-		return nil, kiln.Errorf(kiln.TooLarge, "the program is %s; the limit is %s", kiln.FormatBytes(int64(len(r.Code))), kiln.FormatBytes(MaxCodeBytes))
-	}
-	if len(r.Stdin) > MaxStdinBytes {
-		return nil, kiln.Errorf(kiln.TooLarge, "stdin is %s; the limit is %s", kiln.FormatBytes(int64(len(r.Stdin))), kiln.FormatBytes(MaxStdinBytes))
-	}
-	if len(r.Args) > MaxArgs {
-		return nil, kiln.Errorf(kiln.TooLarge, "%d arguments given; the limit is %d", len(r.Args), MaxArgs)
+	if err := validateCode(r); err != nil {
+		return nil, err
 	}
 	if err := validateFiles(l, r.Files); err != nil {
 		return nil, err
 	}
 	return l, r.Limits.Validate()
+}
+
+// validateCode checks the program, its stdin, arguments and limits.
+func validateCode(r Run) error {
+	if strings.TrimSpace(r.Code) == "" {
+		return kiln.Errorf(kiln.Invalid, "the program is empty")
+	}
+	if len(r.Code) > MaxCodeBytes {
+		return kiln.Errorf(kiln.TooLarge, "the program is %s; the limit is %s", kiln.FormatBytes(int64(len(r.Code))), kiln.FormatBytes(MaxCodeBytes))
+	}
+	if len(r.Stdin) > MaxStdinBytes {
+		return kiln.Errorf(kiln.TooLarge, "stdin is %s; the limit is %s", kiln.FormatBytes(int64(len(r.Stdin))), kiln.FormatBytes(MaxStdinBytes))
+	}
+	if len(r.Args) > MaxArgs {
+		return kiln.Errorf(kiln.TooLarge, "%d arguments given; the limit is %d", len(r.Args), MaxArgs)
+	}
+	return r.Limits.Validate()
 }
 
 func oneShotNames() []string {

@@ -235,12 +235,12 @@ func TestRunInSandbox(t *testing.T) {
 	}
 }
 
-// Languages without a one-shot runner yet are refused with an honest
-// message before any sandbox is made.
-func TestRunRefusesLanguagesWithoutOneShot(t *testing.T) {
+// Run is the fast path for script languages; the others go through
+// RunCell, and Run says so before any sandbox is made.
+func TestRunPointsToRunCell(t *testing.T) {
 	e := New(nil, nil)
 	_, err := e.Run(context.Background(), Run{Language: "c", Code: "int main(){}"}, io.Discard, io.Discard)
-	if kiln.KindOf(err) != kiln.Unsupported || !strings.Contains(err.Error(), "not supported yet") {
-		t.Errorf("Run(c) = %v, want an unsupported error", err)
+	if kiln.KindOf(err) != kiln.Unsupported || !strings.Contains(err.Error(), "RunCell") {
+		t.Errorf("Run(c) = %v, want an unsupported error naming RunCell", err)
 	}
 }

@@ -34,6 +34,15 @@ type Session struct {
 	run    sync.Mutex // one cell at a time
 	closed chan struct{}
 	once   sync.Once
+
+	mu     sync.Mutex
+	cancel context.CancelFunc // stops the running program cell, if any
+}
+
+func (s *Session) setCancel(c context.CancelFunc) {
+	s.mu.Lock()
+	s.cancel = c
+	s.mu.Unlock()
 }
 
 // NewSession makes a session's sandbox. Kernels start with the first cell
@@ -55,6 +64,7 @@ type Cell struct {
 	Code     string
 	Stdin    *string       // nil: reading stdin fails at once with a clear error
 	Timeout  time.Duration // 0: the session's limit
+	Args     []string      // program languages: the program's arguments
 }
 
 // Events receive a cell's output as it happens; any may be nil. They are
@@ -84,7 +94,7 @@ func (s *Session) Run(ctx context.Context, c Cell, ev Events) (kiln.CellResult, 
 	if l.Kind == lang.REPL {
 		return s.runREPL(ctx, l, c, ev)
 	}
-	return kiln.CellResult{}, kiln.Errorf(kiln.Unsupported, "%s cells are not supported yet", l.Name)
+	return s.runProgram(ctx, l, c, ev)
 }
 
 func (s *Session) checkCell(c Cell) (*lang.Language, error) {
@@ -182,8 +192,17 @@ func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Even
 	return res, nil
 }
 
-// Interrupt stops the running cell, if any; the kernel keeps its state.
-func (s *Session) Interrupt() error { return s.sb.Agent.InterruptCells() }
+// Interrupt stops the running cell, if any. A kernel keeps its state; a
+// program is killed.
+func (s *Session) Interrupt() error {
+	s.mu.Lock()
+	cancel := s.cancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	return s.sb.Agent.InterruptCells()
+}
 
 // Restart clears a language's kernel state ("" for all); files are kept.
 func (s *Session) Restart(ctx context.Context, language string) error {

@@ -180,3 +180,25 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestProgramCellsSpareKernels: a program cell that times out in a session
+// is killed without touching the session's Python kernel.
+func TestProgramCellsSpareKernels(t *testing.T) {
+	s := newSession(t, kiln.Limits{})
+	runCell(t, s, "python", "state = 'kept'")
+	r, err := s.Run(context.Background(), Cell{Language: "c", Code: "int main(void) { for (;;) {} }", Timeout: time.Second}, Events{})
+	if err != nil || r.Status != kiln.StatusTimeout {
+		t.Fatalf("C busy loop: %+v %v", r.Status, err)
+	}
+	if r := runCell(t, s, "python", "state"); result(r) != "'kept'" {
+		t.Errorf("the Python kernel lost its state when a C cell timed out: %+v", r)
+	}
+	r = runCell(t, s, "c", "#include <stdio.h>\nint main(void) { int x; if (scanf(\"%d\", &x) == 1) printf(\"%d\\n\", x * 2); return 3; }")
+	if r.Status != kiln.StatusError || r.ExitCode == nil || *r.ExitCode != 3 {
+		t.Errorf("C exit status: %+v", r)
+	}
+	r = runCell(t, s, "c", "int main(void) { return y; }")
+	if r.Error == nil || r.Error.Name != "CompileError" || len(r.Error.Diagnostics) == 0 || r.Error.Diagnostics[0].Line != 1 {
+		t.Errorf("C compile error: %+v", r.Error)
+	}
+}

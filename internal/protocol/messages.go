@@ -40,10 +40,22 @@ type Exec struct {
 	StdinOpen   bool     `json:"stdin_open,omitempty"` // more stdin follows in TStdin messages
 	TimeoutMs   int64    `json:"timeout_ms"`
 	OutputBytes int64    `json:"output_bytes"`
+	// KillScope says what a timeout, cancel or output overflow kills:
+	// KillSandbox (the default) kills every process in the sandbox but the
+	// agent, in one pass that no fork, double fork or setsid escapes — for
+	// sandboxes that run one thing. KillGroup kills the exec's process
+	// group and session, leaving a session's kernels alone.
+	KillScope string `json:"kill_scope,omitempty"`
 	// Files are written into the workspace before the process starts, saving
 	// a round trip each; if one fails, nothing runs. Only FileWrite ops.
 	Files []FileOp `json:"files,omitempty"`
 }
+
+// Kill scopes of an Exec.
+const (
+	KillSandbox = ""
+	KillGroup   = "group"
+)
 
 // Stdin carries more input for a running exec. EOF closes its stdin.
 type Stdin struct {

@@ -234,7 +234,7 @@ var (
 	goldenEtcIfOnHost = []string{
 		"alternatives", "bash.bashrc", "ca-certificates", "fonts", "inputrc",
 		"java-17-openjdk", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
-		"magic", "matplotlibrc", "mime.types", "profile", "protocols", "python3",
+		"magic", "matplotlibrc", "mime.types", "php", "profile", "protocols", "python3",
 		"python3.11", "services", "ssl", "timezone", "xdg",
 	}
 

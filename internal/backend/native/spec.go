@@ -49,7 +49,7 @@ var etcBinds = []string{
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
 	"ssl/certs", "ssl/openssl.cnf", "ca-certificates", "mime.types", "protocols", "services", "fonts",
 	"python3", "python3.11", "matplotlibrc", "bash.bashrc", "profile", "inputrc",
-	"java-17-openjdk", "xdg", "magic",
+	"java-17-openjdk", "xdg", "magic", "php",
 }
 
 func etcFiles(hostname string) []protocol.File {

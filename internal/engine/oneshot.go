@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
+)
+
+// RunCell is a one-shot run of any language, REPL or program, as one cell
+// in a session made for it and closed afterwards. It returns the whole
+// result model (rich outputs, errors, artifacts); Run is the faster path
+// for script languages that need none of that.
+func (e *Engine) RunCell(ctx context.Context, r Run, ev Events) (kiln.CellResult, error) {
+	l, err := lang.Lookup(r.Language)
+	if err != nil {
+		return kiln.CellResult{}, err
+	}
+	if err := l.Available(); err != nil {
+		return kiln.CellResult{}, err
+	}
+	if err := validateCode(r); err != nil {
+		return kiln.CellResult{}, err
+	}
+	if err := validateFiles(l, r.Files); err != nil {
+		return kiln.CellResult{}, err
+	}
+	if l.Kind == lang.REPL && len(r.Args) > 0 {
+		return kiln.CellResult{}, kiln.Errorf(kiln.Invalid, "%s code runs in a kernel and takes no arguments", l.Name)
+	}
+	s, err := e.NewSession(ctx, SessionSpec{Limits: r.Limits})
+	if err != nil {
+		return kiln.CellResult{}, err
+	}
+	defer s.Close(context.Background())
+	for _, f := range r.Files {
+		if err := s.Agent().WriteFile(ctx, f.Path, f.Data, f.Mode); err != nil {
+			return kiln.CellResult{}, fileError(f.Path, err)
+		}
+	}
+	stdin := string(r.Stdin)
+	return s.Run(ctx, Cell{Language: l.Name, Code: r.Code, Stdin: &stdin, Args: r.Args}, ev)
+}

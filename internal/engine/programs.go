@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/kiln-dev/kiln/internal/agentclient"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/programs"
+	"github.com/kiln-dev/kiln/internal/protocol"
+)
+
+// runProgram runs a cell of a program language: the code becomes the
+// entry file (main.c, Main.java, ...), which is built if it changed and run.
+func (s *Session) runProgram(ctx context.Context, l *lang.Language, c Cell, ev Events) (kiln.CellResult, error) {
+	entry, err := programs.EntryName(l.Name)
+	if err != nil {
+		return kiln.CellResult{}, err
+	}
+	timeout := s.lim.Timeout
+	if c.Timeout != 0 {
+		timeout = c.Timeout
+	}
+	p := programs.Program{
+		Language:    l.Name,
+		Files:       []programs.File{{Path: entry, Data: []byte(c.Code)}},
+		Entry:       entry,
+		Args:        c.Args,
+		Timeout:     timeout,
+		OutputBytes: s.lim.OutputBytes,
+		MemoryBytes: s.lim.MemoryBytes,
+		CPUMillis:   s.lim.CPUMillis,
+	}
+	if c.Stdin != nil {
+		p.Stdin = []byte(*c.Stdin)
+	}
+	a := s.sb.Agent
+	before, err := a.Walk(ctx)
+	if err != nil {
+		return kiln.CellResult{}, sandboxError(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	s.setCancel(cancel)
+	defer s.setCancel(nil)
+	defer cancel()
+
+	var stdout, stderr strings.Builder
+	out := writerFunc(func(b []byte) {
+		stdout.Write(b)
+		if ev.Stdout != nil {
+			ev.Stdout(b)
+		}
+	})
+	errw := writerFunc(func(b []byte) {
+		stderr.Write(b)
+		if ev.Stderr != nil {
+			ev.Stderr(b)
+		}
+	})
+	pr, err := programs.Run(runCtx, groupExecer{a}, p, out, errw)
+	if err != nil {
+		return kiln.CellResult{}, err
+	}
+	after, err := a.Walk(ctx)
+	if err != nil {
+		return kiln.CellResult{}, sandboxError(err)
+	}
+	res := programResult(l.Name, pr)
+	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	for _, d := range protocol.Diff(before, after) {
+		if d.Path == entry {
+			continue // the cell's own code, not something it made
+		}
+		res.Artifacts = append(res.Artifacts, kiln.Artifact{Path: d.Path, Size: d.Size, Change: d.Change})
+	}
+	return res, nil
+}
+
+// programResult turns a build-and-run into the one result model.
+func programResult(language string, pr programs.Result) kiln.CellResult {
+	x := toExit(pr.Exit)
+	res := kiln.CellResult{Language: language, Status: kiln.StatusOK, Outputs: []kiln.Output{}, Artifacts: []kiln.Artifact{}, Usage: x.Usage}
+	code := x.Code
+	switch {
+	case x.Hit(kiln.HitTime):
+		res.Status = kiln.StatusTimeout
+	case x.Hit(kiln.HitMemory):
+		res.Status = kiln.StatusMemory
+	case x.Hit(kiln.HitOutput):
+		res.Status = kiln.StatusOutput
+	case x.Canceled:
+		res.Status = kiln.StatusInterrupted
+	case pr.Phase == programs.PhaseCompile || x.Code != 0 || x.Signal != "":
+		res.Status = kiln.StatusError
+	}
+	if pr.Phase == programs.PhaseCompile {
+		res.Error = compileError(pr)
+		return res
+	}
+	res.ExitCode = &code
+	if res.Status == kiln.StatusError {
+		msg := fmt.Sprintf("exit status %d", x.Code)
+		if x.Signal != "" {
+			msg = "killed by " + x.Signal
+		}
+		res.Error = &kiln.CellError{Name: "ExitStatus", Message: msg}
+	}
+	return res
+}
+
+func compileError(pr programs.Result) *kiln.CellError {
+	e := &kiln.CellError{Name: "CompileError", Message: "the program did not compile", Diagnostics: pr.Diagnostics}
+	for _, d := range pr.Diagnostics {
+		if d.Severity == "error" {
+			e.Message, e.Line = d.Message, d.Line
+			if d.File != "" {
+				e.Message = fmt.Sprintf("%s:%d: %s", d.File, d.Line, d.Message)
+			}
+			break
+		}
+	}
+	if pr.CompileLog != "" {
+		e.Traceback = strings.Split(strings.TrimRight(pr.CompileLog, "\n"), "\n")
+	}
+	return e
+}
+
+func sandboxError(err error) error {
+	var re *agentclient.RemoteError
+	if errors.As(err, &re) {
+		return kiln.Wrap(kiln.SandboxError, err, "the session's sandbox refused: %s", re.Message)
+	}
+	return kiln.Wrap(kiln.SandboxError, err, "the session's sandbox stopped answering")
+}
+
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
+
+// groupExecer runs a session's programs so that stopping one kills only its
+// own process group and session, never the session's kernels.
+type groupExecer struct{ *agentclient.Client }
+
+func (g groupExecer) Exec(ctx context.Context, req protocol.Exec, stdout, stderr io.Writer) (protocol.ExitInfo, error) {
+	req.KillScope = protocol.KillGroup
+	return g.Client.Exec(ctx, req, stdout, stderr)
+}

@@ -1,0 +1,392 @@
+package programs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/protocol"
+)
+
+// Execer is what this package needs from a sandbox; *agentclient.Client
+// satisfies it. Paths are relative to the workspace. Exec returns an error
+// only when the process could not be run or the connection failed; how the
+// process ended is in the ExitInfo. The file operations return an error for a
+// missing path or a failed connection alike.
+//
+// The programs see the workspace as /workspace. An Execer whose programs see
+// it elsewhere (a runner on the host, in tests) says where with a method
+// WorkspaceDir() string.
+type Execer interface {
+	Exec(ctx context.Context, req protocol.Exec, stdout, stderr io.Writer) (protocol.ExitInfo, error)
+	WriteFile(ctx context.Context, path string, data []byte, mode uint32) error
+	ReadFile(ctx context.Context, path string, limit int64) ([]byte, error)
+	Stat(ctx context.Context, path string) (protocol.FileInfo, error)
+	List(ctx context.Context, path string) ([]protocol.FileInfo, error)
+	Mkdir(ctx context.Context, path string) error
+	Delete(ctx context.Context, path string, recursive bool) error
+}
+
+// Workspace is where programs see the workspace inside a sandbox.
+const Workspace = "/workspace"
+
+// File is written into the workspace before the build.
+type File struct {
+	Path string // relative to the workspace
+	Data []byte
+}
+
+// Program is one cell of a program language.
+type Program struct {
+	Language string // a program language of package lang, by name or alias
+	Files    []File // sources and data; may be empty if the sources are already in the workspace
+	// Entry is the main source file, relative to the workspace: main<ext>
+	// (Main.java for Java) by default, or the only source file in Files.
+	Entry string
+	Args  []string
+	Stdin []byte
+
+	// Per phase: the compilation and the run each get this much.
+	Timeout     time.Duration // default kiln's default timeout
+	OutputBytes int64         // stdout and stderr together; default kiln's default
+
+	// The sandbox's limits, which runtimes inside it cannot read (there is no
+	// /sys): they size the JVM's heap, Go's GOMAXPROCS and GOMEMLIMIT, PHP's
+	// memory_limit. Zero means kiln's default.
+	MemoryBytes int64
+	CPUMillis   int64
+}
+
+// Phases of a result.
+const (
+	PhaseCompile = "compile"
+	PhaseRun     = "run"
+)
+
+// Result says how a program ended.
+type Result struct {
+	Phase string // PhaseCompile when the build failed, else PhaseRun
+	// Diagnostics are the compiler's messages (errors and warnings), with
+	// paths relative to the workspace. There is at least one error when the
+	// build failed.
+	Diagnostics []kiln.Diagnostic
+	CompileLog  string // the compiler's output, stdout and stderr together (bounded)
+	Cached      bool   // the build was reused: nothing was compiled or checked
+	// Exit is of the run, or of the compiler when the build failed.
+	Exit protocol.ExitInfo
+}
+
+// maxCompileLog bounds CompileLog (the exec's own output limit also applies).
+const maxCompileLog = 1 << 20
+
+// Run writes p's files into the workspace, builds the program unless an
+// identical build is cached, and runs it, streaming its output to stdout and
+// stderr. The compiler's output never reaches those writers. A nil error
+// means the program was built or failed to build; the result says how it
+// ended. Errors are kiln errors: Invalid for a bad program, Unsupported for a
+// runtime missing on the host, SandboxError when the sandbox failed.
+func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (Result, error) {
+	l, tc, err := lookup(p.Language)
+	if err != nil {
+		return Result{}, err
+	}
+	p = withDefaults(p, l, tc)
+	if err := validate(p, tc); err != nil {
+		return Result{}, err
+	}
+	root := Workspace
+	if w, ok := ex.(interface{ WorkspaceDir() string }); ok {
+		root = w.WorkspaceDir()
+	}
+	for _, f := range p.Files {
+		if err := ex.WriteFile(ctx, f.Path, f.Data, 0o644); err != nil {
+			if ctx.Err() != nil {
+				return Result{}, fmt.Errorf("write %s: %w", f.Path, ctx.Err())
+			}
+			return Result{}, kiln.Wrap(kiln.Invalid, err, "cannot write %s: %v", f.Path, err)
+		}
+	}
+	j := &job{
+		l: l, tc: tc, root: root,
+		dir: path.Dir(p.Entry), entry: path.Base(p.Entry),
+		mem: p.MemoryBytes, cpus: int((p.CPUMillis + 999) / 1000),
+	}
+	in, err := gather(ctx, ex, j, p.Files)
+	if err != nil {
+		return Result{}, err
+	}
+	j.srcs, j.class, j.sourcepath = in.srcs, in.class, in.sourcepath
+
+	res, ok, err := build(ctx, ex, j, in, p)
+	if err != nil || !ok {
+		return res, err
+	}
+
+	run := tc.run(j)
+	info, err := ex.Exec(ctx, protocol.Exec{
+		Argv:        append(run.argv, p.Args...),
+		Env:         run.env,
+		Dir:         j.execDir(),
+		Stdin:       p.Stdin,
+		TimeoutMs:   p.Timeout.Milliseconds(),
+		OutputBytes: p.OutputBytes,
+	}, stdout, stderr)
+	if err != nil {
+		return Result{}, sandboxErr(ctx, err, "run %s", p.Entry)
+	}
+	res.Phase = PhaseRun
+	res.Exit = info
+	return res, nil
+}
+
+// build reuses the cached build of j or makes it. ok is false when the build
+// failed; the result then says why.
+func build(ctx context.Context, ex Execer, j *job, in *inputs, p Program) (res Result, ok bool, err error) {
+	key := in.key(j)
+	dir := path.Join(buildDir, key)
+	j.out = path.Join(j.root, dir)
+	marker := path.Join(dir, "ok")
+	if in.cacheable {
+		if log, err := ex.ReadFile(ctx, marker, maxCompileLog); err == nil {
+			res.Cached = true
+			res.CompileLog = string(log)
+			res.Diagnostics = relative(j.tc.parse(res.CompileLog), j)
+			// Rewritten so that eviction keeps the builds used last.
+			ex.WriteFile(ctx, marker, log, 0o644)
+			return res, true, nil
+		}
+	} else {
+		// A build that is not cached must not find an older one's files.
+		ex.Delete(ctx, dir, true)
+	}
+	// Compilers write into the build directory but do not make it.
+	if err := ex.Mkdir(ctx, dir); err != nil {
+		if ctx.Err() != nil {
+			return Result{}, false, fmt.Errorf("make %s: %w", dir, ctx.Err())
+		}
+		return Result{}, false, kiln.Wrap(kiln.Invalid, err, "cannot make the build directory %s in the workspace: %v", dir, err)
+	}
+	res, ok, err = compile(ctx, ex, j, p)
+	if err != nil || !ok {
+		return res, false, err
+	}
+	// Best effort: a build that is not marked is made again next time.
+	if in.cacheable && ex.WriteFile(ctx, marker, []byte(res.CompileLog), 0o644) == nil {
+		evict(ctx, ex, key)
+	}
+	return res, true, nil
+}
+
+// compile runs the build step. ok is false when the build failed; the result
+// then says why.
+func compile(ctx context.Context, ex Execer, j *job, p Program) (res Result, ok bool, err error) {
+	b := j.tc.build(j)
+	log := &boundedBuffer{max: maxCompileLog}
+	info, err := ex.Exec(ctx, protocol.Exec{
+		Argv:        b.argv,
+		Env:         b.env,
+		Dir:         j.execDir(),
+		TimeoutMs:   p.Timeout.Milliseconds(),
+		OutputBytes: p.OutputBytes,
+	}, log, log)
+	if err != nil {
+		return Result{}, false, sandboxErr(ctx, err, "compile %s", p.Entry)
+	}
+	res = Result{Phase: PhaseCompile, CompileLog: log.String(), Exit: info}
+	res.Diagnostics = relative(j.tc.parse(res.CompileLog), j)
+	if info.Code == 0 && info.Signal == "" && !info.TimedOut && !info.OOMKilled && !info.Canceled && !info.OutputTruncated {
+		return res, true, nil
+	}
+	if d, ok := stopped(info, p); ok {
+		res.Diagnostics = append([]kiln.Diagnostic{d}, res.Diagnostics...)
+	} else if !hasError(res.Diagnostics) {
+		res.Diagnostics = append(res.Diagnostics, kiln.Diagnostic{Severity: "error", Message: failure(res.CompileLog, info)})
+	}
+	return res, false, nil
+}
+
+// stopped describes a build that a limit or a cancel stopped.
+func stopped(info protocol.ExitInfo, p Program) (kiln.Diagnostic, bool) {
+	var why string
+	switch {
+	case info.TimedOut:
+		why = fmt.Sprintf("it ran past the time limit of %v", p.Timeout)
+	case info.OOMKilled:
+		why = fmt.Sprintf("it ran out of memory (the sandbox's limit is %s)", kiln.FormatBytes(p.MemoryBytes))
+	case info.PidsLimited:
+		why = "it ran into the limit on processes and threads"
+	case info.OutputTruncated:
+		why = fmt.Sprintf("it wrote more than %s of messages", kiln.FormatBytes(p.OutputBytes))
+	case info.Canceled:
+		why = "it was canceled"
+	default:
+		return kiln.Diagnostic{}, false
+	}
+	return kiln.Diagnostic{Severity: "error", Message: "the compiler was stopped: " + why}, true
+}
+
+// failure is the message of a failed build whose output had no diagnostic
+// that the parser understood (a linker error, a crash of the compiler).
+func failure(log string, info protocol.ExitInfo) string {
+	for _, line := range strings.Split(log, "\n") {
+		if l := strings.TrimSpace(line); strings.Contains(strings.ToLower(l), "error") {
+			return l
+		}
+	}
+	if info.Signal != "" {
+		return "the compiler was killed by " + info.Signal
+	}
+	return fmt.Sprintf("the compiler exited with status %d", info.Code)
+}
+
+func hasError(ds []kiln.Diagnostic) bool {
+	for _, d := range ds {
+		if d.Severity == "error" {
+			return true
+		}
+	}
+	return false
+}
+
+// relative makes the diagnostics' paths relative to the workspace: compilers
+// name files relative to the entry's directory, or absolute.
+func relative(ds []kiln.Diagnostic, j *job) []kiln.Diagnostic {
+	for i := range ds {
+		f := ds[i].File
+		switch {
+		case f == "":
+		case path.IsAbs(f):
+			if r, ok := strings.CutPrefix(f, j.root+"/"); ok {
+				ds[i].File = r
+			}
+		default:
+			ds[i].File = path.Join(j.dir, f)
+		}
+	}
+	return ds
+}
+
+func lookup(name string) (*lang.Language, *toolchain, error) {
+	l, err := lang.Lookup(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, ok := toolchains[l.Name]
+	if !ok {
+		return nil, nil, kiln.Errorf(kiln.Invalid, "%s is not a program language: its cells run in a kernel", l.Name)
+	}
+	if err := l.Available(); err != nil {
+		return nil, nil, err
+	}
+	return l, tc, nil
+}
+
+func withDefaults(p Program, l *lang.Language, tc *toolchain) Program {
+	d := kiln.DefaultLimits()
+	if p.Timeout <= 0 {
+		p.Timeout = d.Timeout
+	}
+	if p.OutputBytes <= 0 {
+		p.OutputBytes = d.OutputBytes
+	}
+	if p.MemoryBytes <= 0 {
+		p.MemoryBytes = d.MemoryBytes
+	}
+	if p.CPUMillis <= 0 {
+		p.CPUMillis = d.CPUMillis
+	}
+	if p.Entry == "" {
+		p.Entry = tc.entry
+		if p.Entry == "" {
+			p.Entry = "main" + l.Ext
+		}
+		var only []string
+		for _, f := range p.Files {
+			if f.Path == p.Entry {
+				only = nil
+				break
+			}
+			if tc.isSource(f.Path) {
+				only = append(only, f.Path)
+			}
+		}
+		if len(only) == 1 {
+			p.Entry = only[0]
+		}
+	}
+	p.Entry = path.Clean(p.Entry)
+	return p
+}
+
+func validate(p Program, tc *toolchain) error {
+	if !local(p.Entry) {
+		return kiln.Errorf(kiln.Invalid, "the entry %q must be a path inside the workspace", p.Entry)
+	}
+	if strings.HasPrefix(path.Base(p.Entry), "-") || !tc.isSource(p.Entry) {
+		return kiln.Errorf(kiln.Invalid, "the entry %q is not a %s source file (%s)", p.Entry, p.Language, strings.Join(tc.sources, ", "))
+	}
+	for _, f := range p.Files {
+		if !local(f.Path) {
+			return kiln.Errorf(kiln.Invalid, "file %q must be a path inside the workspace", f.Path)
+		}
+	}
+	return nil
+}
+
+// local reports whether p is a relative path that stays inside the
+// workspace. The agent checks again, against the file system.
+func local(p string) bool {
+	return filepath.IsLocal(p) && path.Clean(p) != "."
+}
+
+// sandboxErr wraps a failure of the sandbox, or says that ctx ended.
+func sandboxErr(ctx context.Context, err error, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", msg, ctx.Err())
+	}
+	return kiln.Wrap(kiln.SandboxError, err, "%s", msg)
+}
+
+// boundedBuffer keeps the first max bytes written to it.
+type boundedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// EntryName is the file a cell's code goes in when it names none: main.c,
+// Main.java, and so on.
+func EntryName(language string) (string, error) {
+	l, tc, err := lookup(language)
+	if err != nil {
+		return "", err
+	}
+	if tc.entry != "" {
+		return tc.entry, nil
+	}
+	return "main" + l.Ext, nil
+}
