@@ -60,6 +60,7 @@ Usage:
   kiln run [flags] --lang L -c CODE      run code given on the command line
   kiln run [flags] --lang L -            run code read from stdin
   kiln repl [flags] LANGUAGE             an interactive session (state kept between cells)
+  kiln languages                         every language, its runtime and version
   kiln doctor                            what this host supports and lacks
   kiln bench [flags]                     measure sandbox overhead and throughput
   kiln version
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "repl":
 		return replCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "languages":
+		return languagesCmd(ctx, stdout)
 	case "doctor":
 		return doctorCmd(ctx, stdout)
 	case "bench":

@@ -12,9 +12,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/kiln-dev/kiln/internal/lang"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -309,5 +311,19 @@ func TestNotRootRefused(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "kiln: ") || !strings.Contains(lines[0], "must run as root") {
 		t.Errorf("stderr should be one line starting with \"kiln: \" that says kiln must run as root; got:\n%s", r.stderr)
+	}
+}
+
+// TestLanguages: every language kiln runs is listed with its version; CI
+// installs them all, so the command succeeds.
+func TestLanguages(t *testing.T) {
+	r := execKiln(t, invocation{}, "languages")
+	if r.code != 0 {
+		t.Fatalf("kiln languages exited %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, name := range lang.Names() {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\s+(repl|program)\s+/\S+\s+\S`).MatchString(r.stdout) {
+			t.Errorf("kiln languages does not list %s with a runtime and version:\n%s", name, r.stdout)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -180,4 +181,36 @@ func (l *Language) DetectVersion(ctx context.Context) (string, error) {
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	return line, nil
+}
+
+// Info is what Detect found out about one language on this host.
+type Info struct {
+	Language
+	Found   bool   // the runtime is installed
+	Version string // what its version command printed (first line)
+	Problem string // when not found: what is missing and what to install
+}
+
+// Detect reports every language, whether its runtime is installed on this
+// host, and its version. The version commands run in parallel.
+func Detect(ctx context.Context) []Info {
+	all := All()
+	out := make([]Info, len(all))
+	var wg sync.WaitGroup
+	for i := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := &all[i]
+			info := Info{Language: *l}
+			if v, err := l.DetectVersion(ctx); err != nil {
+				info.Problem = err.Error()
+			} else {
+				info.Found, info.Version = true, v
+			}
+			out[i] = info
+		}()
+	}
+	wg.Wait()
+	return out
 }

@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -46,6 +47,29 @@ func TestBinariesInSandboxRoot(t *testing.T) {
 	for _, l := range All() {
 		if !strings.HasPrefix(l.Binary, "/usr/") {
 			t.Errorf("%s runtime %s is outside /usr", l.Name, l.Binary)
+		}
+	}
+}
+
+func TestMissingRuntimeSaysWhatToInstall(t *testing.T) {
+	l := Language{Name: "cobol", Binary: "/nonexistent/cobc", Package: "the Debian package gnucobol", Version: []string{"--version"}}
+	_, err := l.DetectVersion(context.Background())
+	if kiln.KindOf(err) != kiln.Unsupported || !strings.Contains(err.Error(), "gnucobol") || !strings.Contains(err.Error(), "/nonexistent/cobc") {
+		t.Errorf("DetectVersion of a missing runtime = %v", err)
+	}
+}
+
+func TestDetectListsEveryLanguage(t *testing.T) {
+	infos := Detect(context.Background())
+	if len(infos) != len(All()) {
+		t.Fatalf("Detect returned %d languages, want %d", len(infos), len(All()))
+	}
+	for _, info := range infos {
+		if info.Found == (info.Problem != "") {
+			t.Errorf("%s: found %v but problem %q", info.Name, info.Found, info.Problem)
+		}
+		if info.Found && info.Version == "" {
+			t.Errorf("%s: found without a version", info.Name)
 		}
 	}
 }
