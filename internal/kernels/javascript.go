@@ -13,8 +13,8 @@ const (
 	// nodeBinary runs both kernels.
 	nodeBinary = "/usr/bin/node"
 	// typescriptDir is the TypeScript compiler's package. The JavaScript
-	// kernel uses its parser too, loaded on the first cell that declares
-	// something (let, const, class) or awaits at the top level.
+	// kernel uses its parser too, loaded on the first cell with top-level
+	// await, import or export; without it those cells run less well.
 	typescriptDir = "/usr/local/lib/node_modules/typescript"
 )
 
@@ -27,6 +27,8 @@ func nodeSpec(language string) Spec {
 	}
 }
 
-// javascriptKernel runs JavaScript cells on Node.js, keeping top-level
-// declarations between cells and allowing top-level await.
+// javascriptKernel runs JavaScript cells on Node.js. Top-level
+// declarations persist between cells and may be declared again, top-level
+// await works, and display() and its helpers (display.html, .markdown,
+// .svg, .png, .json, .mime, .text) send rich output. See node/kernel.js.
 func javascriptKernel() Spec { return nodeSpec("javascript") }

@@ -1,7 +1,8 @@
 package kernels
 
 // typescriptKernel type-checks each cell against the declarations of the
-// cells before it, reports type errors (as errors named TSError, without
-// running the cell), and runs the transpiled cell like the JavaScript
-// kernel.
+// cells before it (strict mode; Node's globals typed loosely, every module
+// as any), reports all its type errors as one error named TSError, with
+// line:col into the cell, without running it, and runs the transpiled cell
+// like the JavaScript kernel.
 func typescriptKernel() Spec { return nodeSpec("typescript") }
