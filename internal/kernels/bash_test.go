@@ -26,69 +26,69 @@ type shellResult struct {
 }
 
 func begin(k *localKernel, req kernelproto.Execute) *shellCell {
-	k.t.Helper()
-	req.Type, req.Cell = kernelproto.TExecute, k.cellID()
-	k.mu.Lock()
-	c := &shellCell{k: k, id: req.Cell, outStart: k.stdout.Len(), errStart: k.stderr.Len()}
-	k.mu.Unlock()
-	k.send(req)
+	k.T.Helper()
+	req.Type, req.Cell = kernelproto.TExecute, k.CellID()
+	k.Mu.Lock()
+	c := &shellCell{k: k, id: req.Cell, outStart: k.Stdout.Len(), errStart: k.Stderr.Len()}
+	k.Mu.Unlock()
+	k.Send(req)
 	return c
 }
 
 // waitOutput waits until the cell's stdout contains s.
 func (c *shellCell) waitOutput(s string, timeout time.Duration) {
-	c.k.t.Helper()
+	c.k.T.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		c.k.mu.Lock()
-		out := c.k.stdout.String()[c.outStart:]
-		c.k.mu.Unlock()
+		c.k.Mu.Lock()
+		out := c.k.Stdout.String()[c.outStart:]
+		c.k.Mu.Unlock()
 		if strings.Contains(out, s) {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	c.k.t.Fatalf("cell %s: %q never appeared on stdout; stderr: %s", c.id, s, c.k.stderrText())
+	c.k.T.Fatalf("cell %s: %q never appeared on stdout; stderr: %s", c.id, s, c.k.StderrText())
 }
 
 func (c *shellCell) end(timeout time.Duration) shellResult {
 	k := c.k
-	k.t.Helper()
+	k.T.Helper()
 	var res shellResult
 	for {
-		line := k.read(timeout)
+		line := k.Read(timeout)
 		var env kernelproto.Envelope
-		mustUnmarshal(k.t, line, &env)
+		mustUnmarshal(k.T, line, &env)
 		if env.Cell != c.id {
-			k.t.Fatalf("message for cell %q while %q runs: %s", env.Cell, c.id, line)
+			k.T.Fatalf("message for cell %q while %q runs: %s", env.Cell, c.id, line)
 		}
 		switch env.Type {
 		case kernelproto.TDisplay, kernelproto.TExecuteResult:
 			var d kernelproto.Display
-			mustUnmarshal(k.t, line, &d)
+			mustUnmarshal(k.T, line, &d)
 			res.Displays = append(res.Displays, d)
 		case kernelproto.TError:
 			res.Error = new(kernelproto.Error)
-			mustUnmarshal(k.t, line, res.Error)
+			mustUnmarshal(k.T, line, res.Error)
 			res.Line = res.Error.Line
 		case kernelproto.TDone:
 			var d kernelproto.Done
-			mustUnmarshal(k.t, line, &d)
+			mustUnmarshal(k.T, line, &d)
 			res.Status, res.ExitCode = d.Status, d.ExitCode
-			k.drain()
-			k.mu.Lock()
-			res.Stdout = k.stdout.String()[c.outStart:]
-			res.Stderr = k.stderr.String()[c.errStart:]
-			k.mu.Unlock()
+			k.Drain()
+			k.Mu.Lock()
+			res.Stdout = k.Stdout.String()[c.outStart:]
+			res.Stderr = k.Stderr.String()[c.errStart:]
+			k.Mu.Unlock()
 			return res
 		default:
-			k.t.Fatalf("unexpected message during a cell: %s", line)
+			k.T.Fatalf("unexpected message during a cell: %s", line)
 		}
 	}
 }
 
 func runShell(k *localKernel, code string) shellResult {
-	k.t.Helper()
+	k.T.Helper()
 	return begin(k, kernelproto.Execute{Code: code}).end(30 * time.Second)
 }
 
@@ -252,7 +252,7 @@ func TestBashShellReplaced(t *testing.T) {
 	if !strings.Contains(r.Stderr, "were reset") {
 		t.Errorf("stderr %q does not say the shell was reset", r.Stderr)
 	}
-	runShell(k, "echo \"x=${x-}\"; pwd").want(t, "ok", 0, "x=\n"+k.cmd.Dir+"\n")
+	runShell(k, "echo \"x=${x-}\"; pwd").want(t, "ok", 0, "x=\n"+k.Cmd.Dir+"\n")
 	r = runShell(k, "x=3; kill -KILL $$")
 	r.want(t, "error", 137, "")
 	if r.Error == nil || r.Error.Name != "ShellExited" || !strings.Contains(r.Error.Message, "SIGKILL") {
@@ -299,7 +299,7 @@ func TestBashInterrupt(t *testing.T) {
 		c.waitOutput("started", 10*time.Second)
 		time.Sleep(50 * time.Millisecond)
 		start := time.Now()
-		k.interrupt()
+		k.Interrupt()
 		r := c.end(5 * time.Second)
 		t.Logf("%q: interrupted in %v", code, time.Since(start))
 		r.want(t, "interrupted", 130, "started\n")
@@ -308,19 +308,19 @@ func TestBashInterrupt(t *testing.T) {
 	// An interrupt just after the request, before the cell is under way,
 	// still stops it.
 	c := begin(k, kernelproto.Execute{Code: "sleep 100"})
-	k.interrupt()
+	k.Interrupt()
 	if r := c.end(10 * time.Second); r.Status != "interrupted" {
 		t.Errorf("early interrupt: status %q, want interrupted", r.Status)
 	}
 	// Interrupts between cells are ignored.
-	k.interrupt()
+	k.Interrupt()
 	time.Sleep(50 * time.Millisecond)
 	runShell(k, "echo $x").want(t, "ok", 0, "42\n")
 	// Background jobs survive an interrupt, as in a script.
 	runShell(k, "sleep 100 & bg=$!")
 	c = begin(k, kernelproto.Execute{Code: "echo started; sleep 100"})
 	c.waitOutput("started", 10*time.Second)
-	k.interrupt()
+	k.Interrupt()
 	c.end(5 * time.Second)
 	runShell(k, "kill -0 $bg && echo bg-alive; kill $bg").want(t, "ok", 0, "bg-alive\n")
 }
@@ -362,7 +362,7 @@ func TestBashCheck(t *testing.T) {
 		{"echo )", "invalid", 1},
 	} {
 		var got kernelproto.CheckResult
-		mustUnmarshal(t, k.request(kernelproto.Check{Type: kernelproto.TCheck, Cell: "k", Code: tc.code}), &got)
+		mustUnmarshal(t, k.Request(kernelproto.Check{Type: kernelproto.TCheck, Cell: "k", Code: tc.code}), &got)
 		if got.Type != kernelproto.TCheckResult || got.Status != tc.status || got.Line != tc.line {
 			t.Errorf("check %q = %+v, want %s at line %d", tc.code, got, tc.status, tc.line)
 		}
@@ -390,7 +390,7 @@ func TestBashComplete(t *testing.T) {
 		{"__kiln_be", "", 0, "__kiln_begin"},
 	} {
 		var got kernelproto.Completion
-		mustUnmarshal(t, k.request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "k", Code: tc.code, Cursor: len([]rune(tc.code))}), &got)
+		mustUnmarshal(t, k.Request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "k", Code: tc.code, Cursor: len([]rune(tc.code))}), &got)
 		has := func(s string) bool {
 			for _, m := range got.Matches {
 				if m == s {
@@ -405,7 +405,7 @@ func TestBashComplete(t *testing.T) {
 	}
 	// The cursor counts code points and need not be at the end.
 	var got kernelproto.Completion
-	mustUnmarshal(t, k.request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "k", Code: "echo é; kiln_fu; ls", Cursor: 15}), &got)
+	mustUnmarshal(t, k.Request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "k", Code: "echo é; kiln_fu; ls", Cursor: 15}), &got)
 	if got.CursorStart != 8 || got.CursorEnd != 15 || len(got.Matches) != 1 || got.Matches[0] != "kiln_func_abc" {
 		t.Errorf("completion in the middle = %+v", got)
 	}
@@ -420,7 +420,7 @@ func TestBashStrictOptions(t *testing.T) {
 	runShell(k, "x=1; set -euo pipefail").want(t, "ok", 0, "")
 	for _, code := range []string{"zzz_no_such", "cat /nonexistent/", "echo $zzz_no", "echo ${zzz_no"} {
 		var got kernelproto.Completion
-		mustUnmarshal(t, k.request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "k", Code: code, Cursor: len(code)}), &got)
+		mustUnmarshal(t, k.Request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "k", Code: code, Cursor: len(code)}), &got)
 		if len(got.Matches) != 0 {
 			t.Errorf("complete %q = %v", code, got.Matches)
 		}
@@ -492,9 +492,9 @@ func TestBashLargeCell(t *testing.T) {
 func TestBashTiming(t *testing.T) {
 	start := time.Now()
 	k := startBash(t, "")
-	t.Logf("ready in %v (%s)", time.Since(start), k.ready.Version)
-	if k.ready.Language != "bash" || !strings.HasPrefix(k.ready.Version, "5.") {
-		t.Errorf("ready = %+v", k.ready)
+	t.Logf("ready in %v (%s)", time.Since(start), k.Ready.Version)
+	if k.Ready.Language != "bash" || !strings.HasPrefix(k.Ready.Version, "5.") {
+		t.Errorf("ready = %+v", k.Ready)
 	}
 	t.Logf("trivial cell round trip: %v", roundTrip(k, "true", 50))
 }
@@ -502,17 +502,17 @@ func TestBashTiming(t *testing.T) {
 // roundTrip is the mean time from sending a cell to reading its Done
 // (without the harness's wait for the output pipes).
 func roundTrip(k *localKernel, code string, n int) time.Duration {
-	k.t.Helper()
+	k.T.Helper()
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		id := k.cellID()
-		k.send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: id, Code: code})
+		id := k.CellID()
+		k.Send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: id, Code: code})
 		for {
 			var d kernelproto.Done
-			mustUnmarshal(k.t, k.read(10*time.Second), &d)
+			mustUnmarshal(k.T, k.Read(10*time.Second), &d)
 			if d.Type == kernelproto.TDone {
 				if d.Status != kernelproto.StatusOK {
-					k.t.Fatalf("%q: status %q", code, d.Status)
+					k.T.Fatalf("%q: status %q", code, d.Status)
 				}
 				break
 			}

@@ -18,7 +18,7 @@ func startJS(t *testing.T) *localKernel {
 // failing the test if the cell did not end ok.
 func result(t *testing.T, k *localKernel, code string) string {
 	t.Helper()
-	r := k.exec(code)
+	r := k.Exec(code)
 	if r.Status != kernelproto.StatusOK {
 		t.Fatalf("cell %q: status %q, error %+v, stderr %q", code, r.Status, r.Error, r.Stderr)
 	}
@@ -48,8 +48,8 @@ func TestJavaScriptReadyAndTimings(t *testing.T) {
 	start := time.Now()
 	k := startJS(t)
 	ready := time.Since(start)
-	if k.ready.Language != "javascript" || !strings.HasPrefix(k.ready.Version, "Node.js v") {
-		t.Errorf("ready = %+v, want language javascript, version Node.js v…", k.ready)
+	if k.Ready.Language != "javascript" || !strings.HasPrefix(k.Ready.Version, "Node.js v") {
+		t.Errorf("ready = %+v, want language javascript, version Node.js v…", k.Ready)
 	}
 	start = time.Now()
 	if got := result(t, k, "1+1"); got != "2" {
@@ -118,7 +118,7 @@ func TestJavaScriptTopLevelAwait(t *testing.T) {
 		{"await 0; let q3\n[2, q3]", "[ 2, undefined ]"},
 		{"await 0; x * 2", "14"},
 	})
-	r := k.exec("for await (const v of (async function* () { yield 1; yield 2 })()) console.log(v)")
+	r := k.Exec("for await (const v of (async function* () { yield 1; yield 2 })()) console.log(v)")
 	if r.Status != kernelproto.StatusOK || r.Stdout != "1\n2\n" {
 		t.Errorf("for await: status %q, stdout %q; want ok, \"1\\n2\\n\"", r.Status, r.Stdout)
 	}
@@ -126,12 +126,12 @@ func TestJavaScriptTopLevelAwait(t *testing.T) {
 
 func TestJavaScriptOutputIsFlushed(t *testing.T) {
 	k := startJS(t)
-	r := k.exec("console.log('out'); console.error('err'); process.stdout.write('x'.repeat(1 << 20)); console.log(); console.info('end')")
+	r := k.Exec("console.log('out'); console.error('err'); process.stdout.write('x'.repeat(1 << 20)); console.log(); console.info('end')")
 	want := "out\n" + strings.Repeat("x", 1<<20) + "\nend\n"
 	if r.Status != kernelproto.StatusOK || r.Stdout != want || r.Stderr != "err\n" {
 		t.Errorf("status %q, %d bytes of stdout (want %d), stderr %q", r.Status, len(r.Stdout), len(want), r.Stderr)
 	}
-	r = k.exec("await new Promise(r => setTimeout(r, 10)); console.log('after await'); process.stderr.write('e'.repeat(100000))")
+	r = k.Exec("await new Promise(r => setTimeout(r, 10)); console.log('after await'); process.stderr.write('e'.repeat(100000))")
 	if r.Stdout != "after await\n" || len(r.Stderr) != 100000 {
 		t.Errorf("after await: stdout %q, %d bytes of stderr", r.Stdout, len(r.Stderr))
 	}
@@ -161,7 +161,7 @@ func TestJavaScriptResults(t *testing.T) {
 
 func TestJavaScriptDisplay(t *testing.T) {
 	k := startJS(t)
-	r := k.exec(`display(1, 'two')
+	r := k.Exec(`display(1, 'two')
 display.html('<b>x</b>')
 display.markdown('# t')
 display.svg('<svg/>')
@@ -237,7 +237,7 @@ func TestJavaScriptErrors(t *testing.T) {
 		{"throw 5", "Uncaught", 0, nil, "5"},
 		{"require('nonexistent-module')", "Error", 1, []string{"at <cell c10>:1:1"}, "Cannot find module"},
 	} {
-		r := k.exec(tc.code)
+		r := k.Exec(tc.code)
 		if r.Status != kernelproto.StatusError || r.Error == nil {
 			t.Errorf("%q: status %q, error %+v; want an error", tc.code, r.Status, r.Error)
 			continue
@@ -269,8 +269,8 @@ func TestJavaScriptErrors(t *testing.T) {
 
 func TestJavaScriptBackgroundErrors(t *testing.T) {
 	k := startJS(t)
-	r1 := k.exec("setTimeout(() => { throw new Error('late') }, 10); Promise.reject(new Error('rejected')); 1")
-	r2 := k.exec("await new Promise(r => setTimeout(r, 100)); 'alive'")
+	r1 := k.Exec("setTimeout(() => { throw new Error('late') }, 10); Promise.reject(new Error('rejected')); 1")
+	r2 := k.Exec("await new Promise(r => setTimeout(r, 100)); 'alive'")
 	if r1.Status != kernelproto.StatusOK || r2.Status != kernelproto.StatusOK || text(t, r2.Results[0]) != "'alive'" {
 		t.Fatalf("statuses %q %q, results %+v", r1.Status, r2.Status, r2.Results)
 	}
@@ -307,7 +307,7 @@ func TestJavaScriptInterrupt(t *testing.T) {
 			}
 		})
 	}
-	k.interrupt() // while idle
+	k.Interrupt() // while idle
 	time.Sleep(200 * time.Millisecond)
 	if got := result(t, k, "kept + 1"); got != "43" {
 		t.Errorf("after an idle interrupt, kept + 1 = %q", got)
@@ -327,10 +327,10 @@ func interruptAfter(t *testing.T, k *localKernel, code string, d time.Duration) 
 	sent := make(chan time.Time, 1)
 	timer := time.AfterFunc(d, func() {
 		sent <- time.Now()
-		k.interrupt()
+		k.Interrupt()
 	})
 	defer timer.Stop()
-	r := k.execWith(kernelproto.Execute{Code: code}, 10*time.Second)
+	r := k.ExecWith(kernelproto.Execute{Code: code}, 10*time.Second)
 	select {
 	case at := <-sent:
 		return r, time.Since(at)
@@ -358,7 +358,7 @@ func TestJavaScriptComplete(t *testing.T) {
 		{"Math.fl + 1", 7, []string{"floor"}, 5, 7},
 	} {
 		var c kernelproto.Completion
-		mustUnmarshal(t, k.request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "q", Code: tc.code, Cursor: tc.cursor}), &c)
+		mustUnmarshal(t, k.Request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "q", Code: tc.code, Cursor: tc.cursor}), &c)
 		if c.Type != kernelproto.TCompletion || c.Cell != "q" || c.CursorStart != tc.start || c.CursorEnd != tc.end {
 			t.Errorf("%q@%d: %+v, want cursor %d..%d", tc.code, tc.cursor, c, tc.start, tc.end)
 		}
@@ -373,7 +373,7 @@ func TestJavaScriptComplete(t *testing.T) {
 		}
 	}
 	var c kernelproto.Completion
-	mustUnmarshal(t, k.request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "q", Code: "myObject.b", Cursor: 10}), &c)
+	mustUnmarshal(t, k.Request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "q", Code: "myObject.b", Cursor: 10}), &c)
 	if len(c.Matches) != 1 || c.Matches[0] != "beta" {
 		t.Errorf("myObject.b: matches %v, want [beta]", c.Matches)
 	}
@@ -402,7 +402,7 @@ func TestJavaScriptCheck(t *testing.T) {
 		{"'unterminated", "invalid", 1, 1},
 	} {
 		var c kernelproto.CheckResult
-		mustUnmarshal(t, k.request(kernelproto.Check{Type: kernelproto.TCheck, Cell: "q", Code: tc.code}), &c)
+		mustUnmarshal(t, k.Request(kernelproto.Check{Type: kernelproto.TCheck, Cell: "q", Code: tc.code}), &c)
 		if c.Type != kernelproto.TCheckResult || c.Status != tc.status || c.Line != tc.line || c.Column != tc.column {
 			t.Errorf("check %q = %+v, want %s at %d:%d", tc.code, c, tc.status, tc.line, tc.column)
 		}
@@ -418,7 +418,7 @@ func TestJavaScriptModules(t *testing.T) {
 		{"(await import('node:path')).basename('/a/b')", "'b'"},
 		{"export const e = 1; export function ef() { return 2 }\ne + ef()", "3"},
 	})
-	r := k.exec("(await import('node:os')).EOL")
+	r := k.Exec("(await import('node:os')).EOL")
 	if strings.Contains(r.Stderr, "Warning") {
 		t.Errorf("dynamic import warns: %q", r.Stderr)
 	}
@@ -427,11 +427,11 @@ func TestJavaScriptModules(t *testing.T) {
 func TestJavaScriptStdin(t *testing.T) {
 	k := startJS(t)
 	code := "const lines = []; for await (const l of require('readline').createInterface({input: process.stdin})) lines.push(l); lines"
-	r := k.execWith(kernelproto.Execute{Code: code, Stdin: "a\nb\n", HasStdin: true}, 10*time.Second)
+	r := k.ExecWith(kernelproto.Execute{Code: code, Stdin: "a\nb\n", HasStdin: true}, 10*time.Second)
 	if r.Status != kernelproto.StatusOK || len(r.Results) != 1 || text(t, r.Results[0]) != "[ 'a', 'b' ]" {
 		t.Errorf("with stdin: status %q, results %+v, error %+v", r.Status, r.Results, r.Error)
 	}
-	r = k.execWith(kernelproto.Execute{Code: code}, 10*time.Second)
+	r = k.ExecWith(kernelproto.Execute{Code: code}, 10*time.Second)
 	if r.Status != kernelproto.StatusError || r.Error == nil || !strings.Contains(r.Error.Message, "stdin is not available") {
 		t.Errorf("without stdin: status %q, error %+v; want a stdin error at once", r.Status, r.Error)
 	}
@@ -439,13 +439,13 @@ func TestJavaScriptStdin(t *testing.T) {
 
 func TestJavaScriptRobustness(t *testing.T) {
 	k := startJS(t)
-	if _, err := k.ch.Write([]byte("not json\n{\"type\": 5}\n[1,2]\n\n{\"type\":\"nonsense\"}\n")); err != nil {
+	if _, err := k.Conn.Write([]byte("not json\n{\"type\": 5}\n[1,2]\n\n{\"type\":\"nonsense\"}\n")); err != nil {
 		t.Fatal(err)
 	}
 	if got := result(t, k, "1+1"); got != "2" {
 		t.Errorf("after bad lines, 1+1 shows %q", got)
 	}
-	r := k.exec("display.html('x'.repeat(40 << 20)); 'small'")
+	r := k.Exec("display.html('x'.repeat(40 << 20)); 'small'")
 	if r.Status != kernelproto.StatusOK || len(r.Displays) != 2 || !strings.Contains(text(t, r.Displays[0]), "not shown") {
 		t.Errorf("oversized display: status %q, %d displays", r.Status, len(r.Displays))
 	}
@@ -457,25 +457,25 @@ func TestJavaScriptRobustness(t *testing.T) {
 func TestJavaScriptProcessExitFlushes(t *testing.T) {
 	k := startJS(t)
 	result(t, k, "1")
-	k.send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: "bye", Code: "display('before'); console.log('bye'); process.stdout.write('x'.repeat(100000)); process.exit(3)"})
+	k.Send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: "bye", Code: "display('before'); console.log('bye'); process.stdout.write('x'.repeat(100000)); process.exit(3)"})
 	var msgs []string
-	k.ch.SetReadDeadline(time.Now().Add(10 * time.Second))
+	k.Conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for {
-		line, err := k.in.ReadBytes('\n')
+		line, err := k.In.ReadBytes('\n')
 		if err != nil {
 			break
 		}
 		msgs = append(msgs, string(line))
 	}
-	if err := k.cmd.Wait(); k.cmd.ProcessState == nil || k.cmd.ProcessState.ExitCode() != 3 {
+	if err := k.Cmd.Wait(); k.Cmd.ProcessState == nil || k.Cmd.ProcessState.ExitCode() != 3 {
 		t.Errorf("kernel exit: %v, want status 3", err)
 	}
-	k.wg.Wait()
+	k.WG.Wait()
 	if len(msgs) != 1 || !strings.Contains(msgs[0], "before") {
 		t.Errorf("messages %q, want the display", msgs)
 	}
-	if want := "bye\n" + strings.Repeat("x", 100000); k.stdout.String() != want {
-		t.Errorf("stdout has %d bytes, want %d", k.stdout.Len(), len(want))
+	if want := "bye\n" + strings.Repeat("x", 100000); k.Stdout.String() != want {
+		t.Errorf("stdout has %d bytes, want %d", k.Stdout.Len(), len(want))
 	}
 }
 
@@ -500,7 +500,7 @@ func TestJavaScriptWithoutTypeScript(t *testing.T) {
 		{"const a = 2; a + (new C() ? 1 : 0)", "3"},
 		{"await new Promise(r => setTimeout(r, 10)); a", "2"},
 	})
-	if r := k.exec("import fs from 'fs'"); r.Status != kernelproto.StatusError || r.Error.Name != "SyntaxError" {
+	if r := k.Exec("import fs from 'fs'"); r.Status != kernelproto.StatusError || r.Error.Name != "SyntaxError" {
 		t.Errorf("import without the parser: status %q, error %+v; want a SyntaxError", r.Status, r.Error)
 	}
 }
@@ -511,7 +511,7 @@ func TestJavaScriptCellsMayShadowGlobals(t *testing.T) {
 		{"const Map = 1, Set = 2, Promise = 3, Buffer = 4, JSON = 5, Error = 6, process = 7, require = 8; Map + Set + Promise + Buffer + JSON + Error + process + require", "36"},
 		{"const display = 1; display", "1"},
 	})
-	if r := k.exec("null.x"); r.Status != kernelproto.StatusError || r.Error.Name != "TypeError" || r.Error.Line != 1 {
+	if r := k.Exec("null.x"); r.Status != kernelproto.StatusError || r.Error.Name != "TypeError" || r.Error.Line != 1 {
 		t.Errorf("after shadowing: status %q, error %+v", r.Status, r.Error)
 	}
 }

@@ -21,36 +21,36 @@ import (
 func startPython(t *testing.T) *localKernel {
 	t.Helper()
 	k := startLocal(t, pythonKernel(), "")
-	if k.ready.Language != "python" || !strings.HasPrefix(k.ready.Version, "3.") {
-		t.Fatalf("ready = %+v, want language python and a 3.x version", k.ready)
+	if k.Ready.Language != "python" || !strings.HasPrefix(k.Ready.Version, "3.") {
+		t.Fatalf("ready = %+v, want language python and a 3.x version", k.Ready)
 	}
 	return k
 }
 
 // pyOK runs a cell that must succeed and returns what it produced.
 func pyOK(k *localKernel, code string) cellResult {
-	k.t.Helper()
-	r := k.exec(code)
+	k.T.Helper()
+	r := k.Exec(code)
 	if r.Status != kernelproto.StatusOK {
-		k.t.Fatalf("cell %q: status %q, error %+v, stderr %q", code, r.Status, r.Error, r.Stderr)
+		k.T.Fatalf("cell %q: status %q, error %+v, stderr %q", code, r.Status, r.Error, r.Stderr)
 	}
 	return r
 }
 
 // pyValue runs a cell and returns the text/plain of its one execute_result.
 func pyValue(k *localKernel, code string) string {
-	k.t.Helper()
+	k.T.Helper()
 	r := pyOK(k, code)
 	if len(r.Results) != 1 {
-		k.t.Fatalf("cell %q: %d results, want 1 (displays %+v)", code, len(r.Results), r.Displays)
+		k.T.Fatalf("cell %q: %d results, want 1 (displays %+v)", code, len(r.Results), r.Displays)
 	}
-	return text(k.t, r.Results[0])
+	return text(k.T, r.Results[0])
 }
 
 // pySkipWithout skips the test when the kernel cannot import a module.
 func pySkipWithout(t *testing.T, k *localKernel, module string) {
 	t.Helper()
-	r := k.exec("import " + module)
+	r := k.Exec("import " + module)
 	if r.Status != kernelproto.StatusOK {
 		t.Skipf("%s is not installed for /usr/bin/python3: %+v", module, r.Error)
 	}
@@ -69,7 +69,7 @@ func TestPythonStartAndRoundTrip(t *testing.T) {
 	t0 := time.Now()
 	k := startPython(t)
 	start := time.Since(t0)
-	t.Logf("python %s: ready %v after start", k.ready.Version, start)
+	t.Logf("python %s: ready %v after start", k.Ready.Version, start)
 
 	t1 := time.Now()
 	if got := pyValue(k, "1+1"); got != "2" {
@@ -81,11 +81,11 @@ func TestPythonStartAndRoundTrip(t *testing.T) {
 	var rtts []time.Duration
 	for i := 0; i < 50; i++ {
 		t2 := time.Now()
-		k.send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: k.cellID(), Code: "1+1"})
+		k.Send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: k.CellID(), Code: "1+1"})
 		var d kernelproto.Display
-		mustUnmarshal(t, k.read(10*time.Second), &d)
+		mustUnmarshal(t, k.Read(10*time.Second), &d)
 		var done kernelproto.Done
-		mustUnmarshal(t, k.read(10*time.Second), &done)
+		mustUnmarshal(t, k.Read(10*time.Second), &done)
 		rtts = append(rtts, time.Since(t2))
 		if text(t, d) != "2" || done.Status != kernelproto.StatusOK {
 			t.Fatalf("1+1: %+v then %+v", d, done)
@@ -345,7 +345,7 @@ loop = asyncio.get_running_loop()`)
 	if got := pyValue(k, "await seven()"); got != "7" {
 		t.Errorf("await after asyncio.run = %s", got)
 	}
-	r := k.exec("await asyncio.sleep(0)\nraise ValueError('in await')")
+	r := k.Exec("await asyncio.sleep(0)\nraise ValueError('in await')")
 	if r.Error == nil || r.Error.Name != "ValueError" || r.Error.Line != 2 {
 		t.Fatalf("error in an await cell: %+v", r.Error)
 	}
@@ -356,7 +356,7 @@ loop = asyncio.get_running_loop()`)
 
 func TestPythonStdin(t *testing.T) {
 	k := startPython(t)
-	r := k.execWith(kernelproto.Execute{
+	r := k.ExecWith(kernelproto.Execute{
 		Code:     "import sys\nname = input('name? ')\nline = sys.stdin.readline()\nrest = sys.stdin.read()\nprint(name.upper(), line.strip(), rest.split())",
 		Stdin:    "ada\nsecond\nthird fourth\n",
 		HasStdin: true,
@@ -364,13 +364,13 @@ func TestPythonStdin(t *testing.T) {
 	if r.Status != kernelproto.StatusOK || r.Stdout != "name? ADA second ['third', 'fourth']\n" {
 		t.Errorf("with stdin: status %q stdout %q error %+v", r.Status, r.Stdout, r.Error)
 	}
-	r = k.execWith(kernelproto.Execute{Code: "input()", HasStdin: true}, 10*time.Second)
+	r = k.ExecWith(kernelproto.Execute{Code: "input()", HasStdin: true}, 10*time.Second)
 	if r.Error == nil || r.Error.Name != "EOFError" || strings.Contains(r.Error.Message, "kiln") {
 		t.Errorf("input() on empty stdin: %+v, want Python's EOFError", r.Error)
 	}
 	for _, code := range []string{"input()", "sys.stdin.read()", "sys.stdin.buffer.read()", "for line in sys.stdin: pass", "sys.stdin.readlines()"} {
 		t0 := time.Now()
-		r := k.execWith(kernelproto.Execute{Code: code}, 5*time.Second)
+		r := k.ExecWith(kernelproto.Execute{Code: code}, 5*time.Second)
 		if r.Status != kernelproto.StatusError || r.Error == nil || r.Error.Name != "EOFError" || !strings.Contains(r.Error.Message, "no stdin") {
 			t.Errorf("%s without stdin: status %q error %+v", code, r.Status, r.Error)
 		}
@@ -392,7 +392,7 @@ func TestPythonErrors(t *testing.T) {
 		}
 	}
 
-	r := k.exec("a = 1\nb = 0\na / b")
+	r := k.Exec("a = 1\nb = 0\na / b")
 	if r.Status != kernelproto.StatusError || r.Error == nil {
 		t.Fatalf("1/0: status %q error %+v", r.Status, r.Error)
 	}
@@ -407,7 +407,7 @@ func TestPythonErrors(t *testing.T) {
 
 	// frames of user functions, from this cell and earlier ones, stay
 	pyOK(k, "def inner():\n    raise ValueError('deep')\ndef outer():\n    inner()")
-	r = k.exec("x = 1\nouter()")
+	r = k.Exec("x = 1\nouter()")
 	tb = strings.Join(r.Error.Traceback, "\n")
 	if r.Error.Name != "ValueError" || r.Error.Message != "deep" || r.Error.Line != 2 {
 		t.Errorf("error = %+v", r.Error)
@@ -421,7 +421,7 @@ func TestPythonErrors(t *testing.T) {
 	}
 	noKernel(tb)
 
-	r = k.exec("try:\n    1/0\nexcept Exception as e:\n    raise RuntimeError('wrapped') from e")
+	r = k.Exec("try:\n    1/0\nexcept Exception as e:\n    raise RuntimeError('wrapped') from e")
 	tb = strings.Join(r.Error.Traceback, "\n")
 	if r.Error.Name != "RuntimeError" || r.Error.Line != 4 || !strings.Contains(tb, "ZeroDivisionError") || !strings.Contains(tb, "direct cause") {
 		t.Errorf("chained error %+v:\n%s", r.Error, tb)
@@ -429,13 +429,13 @@ func TestPythonErrors(t *testing.T) {
 	noKernel(tb)
 
 	// the repr of the value is user code too
-	r = k.exec("class Bad:\n    def __repr__(self):\n        raise RuntimeError('no repr')\nBad()")
+	r = k.Exec("class Bad:\n    def __repr__(self):\n        raise RuntimeError('no repr')\nBad()")
 	if r.Error == nil || r.Error.Name != "RuntimeError" || !strings.Contains(strings.Join(r.Error.Traceback, "\n"), "raise RuntimeError('no repr')") {
 		t.Errorf("error in __repr__: %+v", r.Error)
 	}
 	noKernel(strings.Join(r.Error.Traceback, "\n"))
 
-	r = k.exec("never_set = 1\ny = = 2")
+	r = k.Exec("never_set = 1\ny = = 2")
 	if r.Status != kernelproto.StatusError || r.Error == nil {
 		t.Fatalf("syntax error: status %q error %+v", r.Status, r.Error)
 	}
@@ -463,10 +463,10 @@ func TestPythonInterrupt(t *testing.T) {
 	} {
 		go func() {
 			time.Sleep(300 * time.Millisecond)
-			k.interrupt()
+			k.Interrupt()
 		}()
 		t0 := time.Now()
-		r := k.execWith(kernelproto.Execute{Code: code}, 10*time.Second)
+		r := k.ExecWith(kernelproto.Execute{Code: code}, 10*time.Second)
 		after := time.Since(t0) - 300*time.Millisecond
 		t.Logf("%s: interrupted %v after SIGINT", code, after)
 		if r.Status != kernelproto.StatusInterrupted {
@@ -488,9 +488,9 @@ func TestPythonInterrupt(t *testing.T) {
 	// an interrupt never cuts a message in two, however many are sent
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		k.interrupt()
+		k.Interrupt()
 	}()
-	r := k.execWith(kernelproto.Execute{Code: "while True:\n    display({'text/plain': 'x' * 100_000}, raw=True)"}, 10*time.Second)
+	r := k.ExecWith(kernelproto.Execute{Code: "while True:\n    display({'text/plain': 'x' * 100_000}, raw=True)"}, 10*time.Second)
 	if r.Status != kernelproto.StatusInterrupted || len(r.Displays) == 0 {
 		t.Errorf("interrupting a stream of displays: status %q after %d displays", r.Status, len(r.Displays))
 	}
@@ -501,9 +501,9 @@ func TestPythonInterrupt(t *testing.T) {
 	}
 
 	// SIGINT while idle is ignored
-	k.interrupt()
+	k.Interrupt()
 	time.Sleep(100 * time.Millisecond)
-	k.interrupt()
+	k.Interrupt()
 	time.Sleep(100 * time.Millisecond)
 	if got := pyValue(k, "counter + 1"); got != "8" {
 		t.Errorf("after an idle SIGINT: counter + 1 = %s", got)
@@ -514,9 +514,9 @@ func TestPythonInterrupt(t *testing.T) {
 	// an interrupt raised at the jump back to the start of a try block.)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		k.interrupt()
+		k.Interrupt()
 	}()
-	r = k.execWith(kernelproto.Execute{Code: "try:\n    n = 0\n    while True: n += 1\nexcept KeyboardInterrupt:\n    print('caught')\n'after'"}, 10*time.Second)
+	r = k.ExecWith(kernelproto.Execute{Code: "try:\n    n = 0\n    while True: n += 1\nexcept KeyboardInterrupt:\n    print('caught')\n'after'"}, 10*time.Second)
 	if r.Status != kernelproto.StatusOK || r.Stdout != "caught\n" || len(r.Results) != 1 {
 		t.Errorf("caught interrupt: status %q stdout %q", r.Status, r.Stdout)
 	}
@@ -551,7 +551,7 @@ func TestPythonComplete(t *testing.T) {
 		if cursor < 0 {
 			cursor = utf8.RuneCountInString(tc.code)
 		}
-		line := k.request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "q", Code: tc.code, Cursor: cursor})
+		line := k.Request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "q", Code: tc.code, Cursor: cursor})
 		var c kernelproto.Completion
 		mustUnmarshal(t, line, &c)
 		if c.Type != kernelproto.TCompletion {
@@ -606,7 +606,7 @@ func TestPythonCheck(t *testing.T) {
 		{"x = 1\ny = (]", "invalid", 2, 6},
 		{"é = = 1", "invalid", 1, 5},
 	} {
-		line := k.request(kernelproto.Check{Type: kernelproto.TCheck, Cell: "q", Code: tc.code})
+		line := k.Request(kernelproto.Check{Type: kernelproto.TCheck, Cell: "q", Code: tc.code})
 		var c kernelproto.CheckResult
 		mustUnmarshal(t, line, &c)
 		if c.Type != kernelproto.TCheckResult || c.Status != tc.status || c.Line != tc.line || c.Column != tc.col {
@@ -617,7 +617,7 @@ func TestPythonCheck(t *testing.T) {
 		}
 	}
 	// checking runs nothing
-	k.request(kernelproto.Check{Type: kernelproto.TCheck, Cell: "q", Code: "checked = 1\nimport sys\nsys.exit(1)"})
+	k.Request(kernelproto.Check{Type: kernelproto.TCheck, Cell: "q", Code: "checked = 1\nimport sys\nsys.exit(1)"})
 	if got := pyValue(k, "'checked' in globals()"); got != "False" {
 		t.Errorf("check ran the code")
 	}
@@ -644,7 +644,7 @@ func TestPythonOutput(t *testing.T) {
 func TestPythonRobust(t *testing.T) {
 	k := startPython(t)
 	for _, code := range []string{"import sys\nsys.exit(3)", "raise SystemExit", "exit()", "quit(0)"} {
-		r := k.exec(code)
+		r := k.Exec(code)
 		if r.Status != kernelproto.StatusError || r.Error == nil || r.Error.Name != "SystemExit" {
 			t.Errorf("%q: status %q error %+v, want an error named SystemExit", code, r.Status, r.Error)
 		}
@@ -654,7 +654,7 @@ func TestPythonRobust(t *testing.T) {
 	}
 
 	// bad lines and unknown messages are ignored without an answer
-	if _, err := k.ch.Write([]byte("not json\n{\"type\":\"nope\",\"cell\":\"zz\"}\n[1,2]\n\n{\"type\":\"execute\"\n")); err != nil {
+	if _, err := k.Conn.Write([]byte("not json\n{\"type\":\"nope\",\"cell\":\"zz\"}\n[1,2]\n\n{\"type\":\"execute\"\n")); err != nil {
 		t.Fatal(err)
 	}
 	if got := pyValue(k, "2+2"); got != "4" {

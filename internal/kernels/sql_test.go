@@ -49,7 +49,7 @@ func htmlOf(t *testing.T, d kernelproto.Display) string {
 
 func sqlOK(t *testing.T, k *localKernel, code string) cellResult {
 	t.Helper()
-	r := k.exec(code)
+	r := k.Exec(code)
 	if r.Status != kernelproto.StatusOK {
 		t.Fatalf("%q: status %q, error %+v, stderr %q", code, r.Status, r.Error, r.Stderr)
 	}
@@ -60,8 +60,8 @@ func sqlOK(t *testing.T, k *localKernel, code string) cellResult {
 // and JSON; DML reports the rows it changed.
 func TestSQLDisplay(t *testing.T) {
 	k := startSQL(t, "")
-	if k.ready.Language != "sql" || !strings.HasPrefix(k.ready.Version, "3.") {
-		t.Errorf("ready = %+v", k.ready)
+	if k.Ready.Language != "sql" || !strings.HasPrefix(k.Ready.Version, "3.") {
+		t.Errorf("ready = %+v", k.Ready)
 	}
 	r := sqlOK(t, k, `CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, score REAL, data BLOB);
 INSERT INTO t(name, score, data) VALUES ('alice', 9.5, x'0102'), ('<b>bob & co</b>', NULL, NULL), ('日本語', 12, NULL);
@@ -121,7 +121,7 @@ SELECT name FROM t WHERE 0`)
 // its line; earlier statements stay done.
 func TestSQLError(t *testing.T) {
 	k := startSQL(t, "")
-	r := k.exec("CREATE TABLE a(x);\n-- a comment\nINSERT INTO a VALUES (1);\n\n  SELECT nope\n  FROM a;\nINSERT INTO a VALUES (2);")
+	r := k.Exec("CREATE TABLE a(x);\n-- a comment\nINSERT INTO a VALUES (1);\n\n  SELECT nope\n  FROM a;\nINSERT INTO a VALUES (2);")
 	if r.Status != kernelproto.StatusError || r.Error == nil {
 		t.Fatalf("status %q, error %+v; want an error", r.Status, r.Error)
 	}
@@ -137,11 +137,11 @@ func TestSQLError(t *testing.T) {
 	if got := tableOf(t, r.Displays[0]).Rows; !cmp.Equal(got, [][]any{{1.0}}) {
 		t.Errorf("rows = %v, want only the row inserted before the error", got)
 	}
-	r = k.exec("INSERT INTO a VALUES (3); SELECT * FROM nowhere; SELECT 1")
+	r = k.Exec("INSERT INTO a VALUES (3); SELECT * FROM nowhere; SELECT 1")
 	if r.Error == nil || r.Error.Line != 1 || !strings.Contains(r.Error.Message, "statement 2 of 3") || len(r.Displays) != 0 {
 		t.Errorf("error %+v, %d displays", r.Error, len(r.Displays))
 	}
-	r = k.exec("CREATE TABLE u(x UNIQUE); INSERT INTO u VALUES (1); INSERT INTO u VALUES (1)")
+	r = k.Exec("CREATE TABLE u(x UNIQUE); INSERT INTO u VALUES (1); INSERT INTO u VALUES (1)")
 	if r.Error == nil || r.Error.Name != "IntegrityError" || !strings.Contains(r.Error.Message, "UNIQUE") {
 		t.Errorf("error = %+v, want an IntegrityError", r.Error)
 	}
@@ -185,7 +185,7 @@ func TestSQLPersistence(t *testing.T) {
 	if got := tableOf(t, r.Displays[0]).Rows; !cmp.Equal(got, [][]any{{3.0}}) {
 		t.Errorf("rows = %v", got)
 	}
-	k.stop()
+	k.Stop()
 	if _, err := os.Stat(filepath.Join(dir, "kiln.db")); err != nil {
 		t.Errorf("no kiln.db in the workspace: %v", err)
 	}
@@ -208,11 +208,11 @@ func TestSQLPersistence(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "sub", "other.db")); err != nil {
 		t.Errorf("KILN_SQL_DB not used: %v", err)
 	}
-	if r := k3.exec("SELECT * FROM p"); r.Status != kernelproto.StatusError {
+	if r := k3.Exec("SELECT * FROM p"); r.Status != kernelproto.StatusError {
 		t.Errorf("the other database has table p: %+v", r)
 	}
 	k4 := startSQL(t, dir, "KILN_SQL_DB=missing-dir/x.db")
-	if r := k4.exec("SELECT 1"); r.Status != kernelproto.StatusError || r.Error == nil || !strings.Contains(r.Error.Message, "x.db") {
+	if r := k4.Exec("SELECT 1"); r.Status != kernelproto.StatusError || r.Error == nil || !strings.Contains(r.Error.Message, "x.db") {
 		t.Errorf("a database that cannot open: %+v", r)
 	}
 }
@@ -221,14 +221,14 @@ func TestSQLPersistence(t *testing.T) {
 func TestSQLInterrupt(t *testing.T) {
 	k := startSQL(t, "")
 	sqlOK(t, k, "CREATE TABLE kept(x); INSERT INTO kept VALUES (42)")
-	k.send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: "long",
+	k.Send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: "long",
 		Code: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) SELECT count(*) FROM c"})
 	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
-	k.interrupt()
+	k.Interrupt()
 	var done kernelproto.Done
 	for done.Type != kernelproto.TDone {
-		line := k.read(5 * time.Second)
+		line := k.Read(5 * time.Second)
 		var env kernelproto.Envelope
 		mustUnmarshal(t, line, &env)
 		if env.Type != kernelproto.TDone {
@@ -245,15 +245,15 @@ func TestSQLInterrupt(t *testing.T) {
 		t.Errorf("rows = %v", got)
 	}
 	// An interrupt sent right after the request still stops the cell.
-	k.send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: "early",
+	k.Send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: "early",
 		Code: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) SELECT count(*) FROM c"})
-	k.interrupt()
-	mustUnmarshal(t, k.read(5*time.Second), &done)
+	k.Interrupt()
+	mustUnmarshal(t, k.Read(5*time.Second), &done)
 	if done.Status != kernelproto.StatusInterrupted || done.Cell != "early" {
 		t.Errorf("done = %+v, want interrupted", done)
 	}
 	// Between cells an interrupt is ignored.
-	k.interrupt()
+	k.Interrupt()
 	time.Sleep(50 * time.Millisecond)
 	sqlOK(t, k, "SELECT 1")
 }
@@ -295,7 +295,7 @@ func TestSQLCheck(t *testing.T) {
 		"SELECT 1; SELECT 2;":                                "complete",
 	} {
 		var got kernelproto.CheckResult
-		mustUnmarshal(t, k.request(kernelproto.Check{Type: kernelproto.TCheck, Cell: "k", Code: code}), &got)
+		mustUnmarshal(t, k.Request(kernelproto.Check{Type: kernelproto.TCheck, Cell: "k", Code: code}), &got)
 		if got.Type != kernelproto.TCheckResult || got.Status != want {
 			t.Errorf("check %q = %+v, want %s", code, got, want)
 		}
@@ -319,7 +319,7 @@ func TestSQLComplete(t *testing.T) {
 		{"sel", []string{"select"}, 0},
 	} {
 		var got kernelproto.Completion
-		mustUnmarshal(t, k.request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "k", Code: tc.code, Cursor: len([]rune(tc.code))}), &got)
+		mustUnmarshal(t, k.Request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "k", Code: tc.code, Cursor: len([]rune(tc.code))}), &got)
 		if !cmp.Equal(got.Matches, tc.want) || got.CursorStart != tc.start || got.CursorEnd != len([]rune(tc.code)) {
 			t.Errorf("complete %q = %+v, want %q from %d", tc.code, got, tc.want, tc.start)
 		}
@@ -330,7 +330,7 @@ func TestSQLComplete(t *testing.T) {
 func TestSQLTiming(t *testing.T) {
 	start := time.Now()
 	k := startSQL(t, "")
-	t.Logf("ready in %v (SQLite %s)", time.Since(start), k.ready.Version)
+	t.Logf("ready in %v (SQLite %s)", time.Since(start), k.Ready.Version)
 	sqlOK(t, k, "CREATE TABLE x(a)")
 	t.Logf("trivial cell round trip: %v (SELECT 1: %v)", roundTrip(k, "INSERT INTO x VALUES (1)", 50), roundTrip(k, "SELECT 1", 50))
 }

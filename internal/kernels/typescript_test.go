@@ -20,7 +20,7 @@ func startTS(t *testing.T) *localKernel {
 // cellError runs a cell that must fail and returns its error.
 func cellError(t *testing.T, k *localKernel, code string) *kernelproto.Error {
 	t.Helper()
-	r := k.exec(code)
+	r := k.Exec(code)
 	if r.Status != kernelproto.StatusError || r.Error == nil {
 		t.Fatalf("cell %q: status %q, error %+v; want an error", code, r.Status, r.Error)
 	}
@@ -31,8 +31,8 @@ func TestTypeScriptReadyAndTimings(t *testing.T) {
 	start := time.Now()
 	k := startTS(t)
 	ready := time.Since(start)
-	if k.ready.Language != "typescript" || !strings.HasPrefix(k.ready.Version, "TypeScript 5") || !strings.Contains(k.ready.Version, "Node.js v") {
-		t.Errorf("ready = %+v, want language typescript, version TypeScript 5…, Node.js v…", k.ready)
+	if k.Ready.Language != "typescript" || !strings.HasPrefix(k.Ready.Version, "TypeScript 5") || !strings.Contains(k.Ready.Version, "Node.js v") {
+		t.Errorf("ready = %+v, want language typescript, version TypeScript 5…, Node.js v…", k.Ready)
 	}
 	var times []time.Duration
 	for _, code := range []string{"1+1", "1+1", "const n: number = 1; let s = 'x'", "interface Q { q: string }; const qq: Q = { q: s }", "qq.q.length + n"} {
@@ -89,7 +89,7 @@ func TestTypeScriptRedeclare(t *testing.T) {
 
 func TestTypeScriptTypeErrorsDoNotRun(t *testing.T) {
 	k := startTS(t)
-	r := k.exec("console.log('ran')\nlet n: number = 'x'\nlet m: string = 5")
+	r := k.Exec("console.log('ran')\nlet n: number = 'x'\nlet m: string = 5")
 	if r.Status != kernelproto.StatusError || r.Stdout != "" {
 		t.Fatalf("status %q, stdout %q; want an error and no output", r.Status, r.Stdout)
 	}
@@ -150,7 +150,7 @@ func TestTypeScriptCheckAndComplete(t *testing.T) {
 		{"let x: = 1", "invalid", 1, 8},
 	} {
 		var c kernelproto.CheckResult
-		mustUnmarshal(t, k.request(kernelproto.Check{Type: kernelproto.TCheck, Cell: "q", Code: tc.code}), &c)
+		mustUnmarshal(t, k.Request(kernelproto.Check{Type: kernelproto.TCheck, Cell: "q", Code: tc.code}), &c)
 		if c.Status != tc.status || c.Line != tc.line || c.Column != tc.column {
 			t.Errorf("check %q = %+v, want %s at %d:%d", tc.code, c, tc.status, tc.line, tc.column)
 		}
@@ -164,7 +164,7 @@ func TestTypeScriptCheckAndComplete(t *testing.T) {
 		{"Math.fl", "floor"},
 	} {
 		var c kernelproto.Completion
-		mustUnmarshal(t, k.request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "q", Code: tc.code, Cursor: len(tc.code)}), &c)
+		mustUnmarshal(t, k.Request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "q", Code: tc.code, Cursor: len(tc.code)}), &c)
 		found := false
 		for _, m := range c.Matches {
 			found = found || m == tc.want
@@ -192,7 +192,7 @@ func TestTypeScriptInterrupt(t *testing.T) {
 
 func TestTypeScriptOutputAndDisplay(t *testing.T) {
 	k := startTS(t)
-	r := k.exec("console.log('out'); console.error('err'); display.html('<b>x</b>'); const n: number = 3; n")
+	r := k.Exec("console.log('out'); console.error('err'); display.html('<b>x</b>'); const n: number = 3; n")
 	if r.Status != kernelproto.StatusOK || r.Stdout != "out\n" || r.Stderr != "err\n" || len(r.Displays) != 2 || text(t, r.Results[0]) != "3" {
 		t.Errorf("status %q, stdout %q, stderr %q, displays %+v", r.Status, r.Stdout, r.Stderr, r.Displays)
 	}
@@ -202,8 +202,8 @@ func TestTypeScriptWithoutCompiler(t *testing.T) {
 	spec := typescriptKernel()
 	spec.Env = append(spec.Env, "KILN_TYPESCRIPT=/nonexistent")
 	k := startLocal(t, spec, "")
-	if !strings.Contains(k.ready.Version, "TypeScript missing") {
-		t.Errorf("ready version %q", k.ready.Version)
+	if !strings.Contains(k.Ready.Version, "TypeScript missing") {
+		t.Errorf("ready version %q", k.Ready.Version)
 	}
 	if e := cellError(t, k, "1+1"); !strings.Contains(e.Message, "TypeScript compiler is not installed") {
 		t.Errorf("error %s %q", e.Name, e.Message)

@@ -1,0 +1,259 @@
+// Package kerneltest runs a REPL kernel directly on the host, without a
+// sandbox, with the descriptors the agent gives it: fd 3 a unix socket,
+// stdout and stderr pipes, an empty stdin. The kernels' own tests use it,
+// and the compatibility suite compares its results with the sandbox's.
+package kerneltest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/internal/kernelproto"
+)
+
+// Kernel is a kernel running on the host.
+type Kernel struct {
+	T      testing.TB
+	Cmd    *exec.Cmd
+	Conn   net.Conn
+	In     *bufio.Reader
+	OutR   *os.File
+	ErrR   *os.File
+	Mu     sync.Mutex
+	Stdout bytes.Buffer
+	Stderr bytes.Buffer
+	WG     sync.WaitGroup
+	Ready  kernelproto.Ready
+	Next   int
+}
+
+// Result is what one cell produced.
+type Result struct {
+	Status   string
+	Stdout   string
+	Stderr   string
+	Displays []kernelproto.Display // display and execute_result, in order
+	Results  []kernelproto.Display // execute_result only
+	Error    *kernelproto.Error
+	ExitCode *int // from Done, for kernels whose cells have one
+}
+
+// Start starts the kernel argv (with env added) in dir (a temp dir if ""), waits for Ready, and
+// stops the kernel when the test ends.
+func Start(t testing.TB, argv, env []string, dir string) *Kernel {
+	t.Helper()
+	if len(argv) == 0 {
+		t.Fatal("the kernel has no argv")
+	}
+	if _, err := os.Stat(argv[0]); err != nil {
+		t.Skipf("kernel runtime %s not installed: %v", argv[0], err)
+	}
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "agent"), os.NewFile(uintptr(fds[1]), "kernel")
+	ch, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, _ := os.Pipe()
+	errR, errW, _ := os.Pipe()
+	k := &Kernel{T: t, Conn: ch, In: bufio.NewReaderSize(ch, 1<<20), OutR: outR, ErrR: errR}
+	k.Cmd = exec.Command(argv[0], argv[1:]...)
+	k.Cmd.Dir = dir
+	k.Cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8", "TMPDIR=" + os.TempDir()}, env...)
+	k.Cmd.Stdout, k.Cmd.Stderr = outW, errW
+	k.Cmd.ExtraFiles = []*os.File{theirs}
+	k.Cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := k.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	theirs.Close()
+	outW.Close()
+	errW.Close()
+	k.WG.Add(2)
+	go k.pump(outR, &k.Stdout)
+	go k.pump(errR, &k.Stderr)
+	t.Cleanup(k.Stop)
+	line := k.Read(30 * time.Second)
+	if err := json.Unmarshal(line, &k.Ready); err != nil || k.Ready.Type != kernelproto.TReady {
+		t.Fatalf("first message %q is not ready (%v); stderr: %s", line, err, k.StderrText())
+	}
+	return k
+}
+
+func (k *Kernel) pump(r io.Reader, dst *bytes.Buffer) {
+	defer k.WG.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		k.Mu.Lock()
+		dst.Write(buf[:n])
+		k.Mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (k *Kernel) StderrText() string {
+	k.Mu.Lock()
+	defer k.Mu.Unlock()
+	return k.Stderr.String()
+}
+
+func (k *Kernel) Stop() {
+	k.Conn.Close()
+	if k.Cmd.Process != nil {
+		syscall.Kill(-k.Cmd.Process.Pid, syscall.SIGKILL)
+		k.Cmd.Wait()
+	}
+	k.WG.Wait()
+}
+
+// Read returns the next line from the kernel, failing the test on timeout.
+func (k *Kernel) Read(timeout time.Duration) []byte {
+	k.T.Helper()
+	k.Conn.SetReadDeadline(time.Now().Add(timeout))
+	line, err := k.In.ReadBytes('\n')
+	if err != nil {
+		k.T.Fatalf("reading from the kernel: %v; stderr: %s", err, k.StderrText())
+	}
+	if len(line) > kernelproto.MaxLine {
+		k.T.Fatalf("kernel sent a %d-byte line", len(line))
+	}
+	return line
+}
+
+func (k *Kernel) Send(msg any) {
+	k.T.Helper()
+	b, err := json.Marshal(msg)
+	if err != nil {
+		k.T.Fatal(err)
+	}
+	if _, err := k.Conn.Write(append(b, '\n')); err != nil {
+		k.T.Fatalf("sending to the kernel: %v", err)
+	}
+}
+
+func (k *Kernel) CellID() string {
+	k.Next++
+	return fmt.Sprintf("c%d", k.Next)
+}
+
+// Exec runs one cell and collects everything it produced.
+func (k *Kernel) Exec(code string) Result {
+	k.T.Helper()
+	return k.ExecWith(kernelproto.Execute{Code: code}, 60*time.Second)
+}
+
+// ExecWith runs a cell with stdin or other fields set.
+func (k *Kernel) ExecWith(req kernelproto.Execute, timeout time.Duration) Result {
+	k.T.Helper()
+	req.Type, req.Cell = kernelproto.TExecute, k.CellID()
+	k.Mu.Lock()
+	outStart, errStart := k.Stdout.Len(), k.Stderr.Len()
+	k.Mu.Unlock()
+	k.Send(req)
+	var res Result
+	for {
+		line := k.Read(timeout)
+		var env kernelproto.Envelope
+		if err := json.Unmarshal(line, &env); err != nil {
+			k.T.Fatalf("bad message %q: %v", line, err)
+		}
+		if env.Cell != req.Cell {
+			k.T.Fatalf("message for cell %q while %q runs: %s", env.Cell, req.Cell, line)
+		}
+		switch env.Type {
+		case kernelproto.TDisplay, kernelproto.TExecuteResult:
+			var d kernelproto.Display
+			MustUnmarshal(k.T, line, &d)
+			res.Displays = append(res.Displays, d)
+			if env.Type == kernelproto.TExecuteResult {
+				res.Results = append(res.Results, d)
+			}
+		case kernelproto.TError:
+			res.Error = new(kernelproto.Error)
+			MustUnmarshal(k.T, line, res.Error)
+		case kernelproto.TDone:
+			var d kernelproto.Done
+			MustUnmarshal(k.T, line, &d)
+			res.Status, res.ExitCode = d.Status, d.ExitCode
+			k.Drain()
+			k.Mu.Lock()
+			res.Stdout = k.Stdout.String()[outStart:]
+			res.Stderr = k.Stderr.String()[errStart:]
+			k.Mu.Unlock()
+			return res
+		default:
+			k.T.Fatalf("unexpected message during a cell: %s", line)
+		}
+	}
+}
+
+// Drain waits until both output pipes are empty, as the agent does after
+// Done: the kernel flushed before Done, so what it wrote is in the pipes.
+func (k *Kernel) Drain() {
+	for i := 0; i < 200; i++ {
+		if pending(k.OutR) == 0 && pending(k.ErrR) == 0 {
+			time.Sleep(2 * time.Millisecond) // let the pumps append what they read
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func pending(f *os.File) int {
+	n := 0
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+	}
+	return n
+}
+
+// Request sends a complete or check message and returns the answer line.
+func (k *Kernel) Request(msg any) []byte {
+	k.T.Helper()
+	k.Send(msg)
+	return k.Read(10 * time.Second)
+}
+
+// Interrupt sends SIGINT to the kernel's process group, as the agent does.
+func (k *Kernel) Interrupt() {
+	syscall.Kill(-k.Cmd.Process.Pid, syscall.SIGINT)
+}
+
+func MustUnmarshal(t testing.TB, line []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(line, v); err != nil {
+		t.Fatalf("bad message %q: %v", line, err)
+	}
+}
+
+// Text returns the text/plain of a display, unquoted.
+func Text(t testing.TB, d kernelproto.Display) string {
+	t.Helper()
+	var s string
+	if raw, ok := d.Data["text/plain"]; ok {
+		MustUnmarshal(t, raw, &s)
+	}
+	return s
+}
