@@ -54,6 +54,7 @@ type Agent struct {
 	execs   map[uint64]*execution
 	spare   *spare // a spawn stage waiting for its request, or nil
 	kernels map[string]*kernel
+	specs   map[string]protocol.Kernel // how to start each language's kernel
 	cells   map[uint64]*cellRun
 	files   sync.Mutex // one file operation at a time keeps chown and sizes simple
 }
@@ -82,6 +83,7 @@ func newAgent(cfg protocol.AgentConfig) (*Agent, error) {
 		log:     slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		execs:   map[uint64]*execution{},
 		kernels: map[string]*kernel{},
+		specs:   map[string]protocol.Kernel{},
 		cells:   map[uint64]*cellRun{},
 	}, nil
 }

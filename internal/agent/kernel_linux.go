@@ -170,6 +170,13 @@ func describeExit(lang string, st exitStatus) string {
 // starting one if needed. started says whether it was started now.
 func (a *Agent) takeKernel(spec protocol.Kernel) (k *kernel, started bool, err error) {
 	a.mu.Lock()
+	// A kernel's command line (its whole source) comes once per language;
+	// later cells name only the language.
+	if len(spec.Argv) > 0 {
+		a.specs[spec.Language] = spec
+	} else if known, ok := a.specs[spec.Language]; ok {
+		spec = known
+	}
 	k = a.kernels[spec.Language]
 	if k != nil && k.busy {
 		a.mu.Unlock()

@@ -37,6 +37,19 @@ type Session struct {
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // stops the running program cell, if any
+	told   map[string]bool    // languages whose kernel command the agent has
+}
+
+// kernelFor is the kernel part of a request: the whole command line the
+// first time, then only the language, which the agent remembers.
+func (s *Session) kernelFor(l *lang.Language, spec kernels.Spec) protocol.Kernel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.told[l.Name] {
+		return protocol.Kernel{Language: l.Name}
+	}
+	s.told[l.Name] = true
+	return protocol.Kernel{Language: l.Name, Argv: spec.Argv, Env: append(append([]string{}, l.Env...), spec.Env...)}
 }
 
 func (s *Session) setCancel(c context.CancelFunc) {
@@ -55,7 +68,7 @@ func (e *Engine) NewSession(ctx context.Context, spec SessionSpec) (*Session, er
 	if err != nil {
 		return nil, err
 	}
-	return &Session{sb: sb, lim: spec.Limits.WithDefaults(), env: spec.Env, closed: make(chan struct{})}, nil
+	return &Session{sb: sb, lim: spec.Limits.WithDefaults(), env: spec.Env, closed: make(chan struct{}), told: map[string]bool{}}, nil
 }
 
 // Cell is one unit of work in a session.
@@ -134,7 +147,7 @@ func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Even
 		timeout = c.Timeout
 	}
 	req := protocol.Cell{
-		Kernel:      protocol.Kernel{Language: l.Name, Argv: spec.Argv, Env: append(append([]string{}, l.Env...), spec.Env...)},
+		Kernel:      s.kernelFor(l, spec),
 		Code:        c.Code,
 		TimeoutMs:   timeout.Milliseconds(),
 		OutputBytes: s.lim.OutputBytes,
@@ -244,7 +257,7 @@ func (s *Session) query(language, code string) (protocol.KernelQuery, error) {
 	if !ok || len(spec.Argv) == 0 {
 		return protocol.KernelQuery{}, kiln.Errorf(kiln.Unsupported, "%s has no kernel to ask", l.Name)
 	}
-	return protocol.KernelQuery{Kernel: protocol.Kernel{Language: l.Name, Argv: spec.Argv, Env: append(append([]string{}, l.Env...), spec.Env...)}, Code: code}, nil
+	return protocol.KernelQuery{Kernel: s.kernelFor(l, spec), Code: code}, nil
 }
 
 // Close removes the session's sandbox and everything in it.

@@ -15,7 +15,8 @@ const (
 	TCellDone  = "cell_done"  // body CellDone; the last event of a cell
 )
 
-// Kernel says how to start a language's kernel if it is not running.
+// Kernel says how to start a language's kernel if it is not running. The
+// agent remembers it: later requests may leave Argv and Env empty.
 type Kernel struct {
 	Language string   `json:"language"`
 	Argv     []string `json:"argv"`
