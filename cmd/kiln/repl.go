@@ -38,6 +38,9 @@ empty line ends a block. In program languages an empty line ends the program.
 
 // replCmd is `kiln repl LANG`: an interactive session on the terminal.
 func replCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	// In a REPL, Ctrl-C interrupts a cell (see cell) instead of ending kiln,
+	// so the session must not share main's interrupt-cancelled context.
+	ctx = context.WithoutCancel(ctx)
 	fs := flag.NewFlagSet("kiln repl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -132,10 +135,11 @@ func (c *ctrlC) Read(p []byte) (int, error) {
 func (r *repl) interactive(ctx context.Context, tty *os.File) error {
 	first, more := r.prompts()
 	keys := &ctrlC{r: tty}
-	t := term.NewTerminal(struct {
+	rw := struct {
 		io.Reader
 		io.Writer
-	}{keys, r.stdout}, first)
+	}{keys, r.stdout}
+	t := term.NewTerminal(rw, first)
 	fmt.Fprintf(r.stdout, "kiln repl: %s in a fresh sandbox (session %s). Ctrl-C interrupts, Ctrl-D exits, :help for commands.\n", r.lang.Name, r.sess.ID())
 	var buf []string
 	for {
@@ -154,6 +158,11 @@ func (r *repl) interactive(ctx context.Context, tty *os.File) error {
 		if errors.Is(err, io.EOF) && keys.seen.Load() {
 			fmt.Fprintln(r.stdout, "^C")
 			buf = nil
+			// x/term leaves the Ctrl-C and the half-typed line in its
+			// buffer; a fresh editor with the same history forgets both.
+			history := t.History
+			t = term.NewTerminal(rw, first)
+			t.History = history
 			continue
 		}
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"sync"
 	"syscall"
 
@@ -61,6 +62,9 @@ type Agent struct {
 
 func newAgent(cfg protocol.AgentConfig) (*Agent, error) {
 	os.Clearenv()
+	// Only the service ends the agent, by closing the connection or killing
+	// it; stray job-control signals must not (Go would exit on SIGINT).
+	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGPIPE)
 	var hs cgroups.HandleSpec
 	if err := json.Unmarshal(cfg.Cgroup, &hs); err != nil {
 		return nil, fmt.Errorf("cgroup spec: %w", err)

@@ -181,6 +181,9 @@ func (s *Sandbox) start(ctx context.Context, spec Spec, lim kiln.Limits) (err er
 			// exec; host root itself is not mapped inside at all.
 			Credential: &syscall.Credential{Uid: 0, Gid: 0},
 			Pdeathsig:  unix.SIGKILL,
+			// A session of its own: a terminal's Ctrl-C goes to kiln's
+			// foreground process group, never to the sandbox's PID 1.
+			Setsid: true,
 		},
 	}
 	if err := s.cmd.Start(); err != nil {

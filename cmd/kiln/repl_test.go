@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY returns a new pseudo-terminal's controller and its terminal.
+func openPTY(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ptmx, tty
+}
+
+// screen collects what the REPL writes to its terminal.
+type screen struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *screen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *screen) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// waitFor waits until the screen, after position from, contains want.
+func (s *screen) waitFor(t *testing.T, from int, want string) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if i := strings.Index(s.String()[from:], want); i >= 0 {
+			return from + i + len(want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the terminal never showed %q; it shows:\n%s", want, s.String()[from:])
+	return 0
+}
+
+// TestREPLOnATerminal drives `kiln repl python` on a real pseudo-terminal,
+// as a person would: a multi-line block, Ctrl-C on an endless loop (the
+// state survives), Ctrl-C on a half-typed line, history, and Ctrl-D.
+func TestREPLOnATerminal(t *testing.T) {
+	needRoot(t)
+	ptmx, tty := openPTY(t)
+	defer ptmx.Close()
+	cmd := exec.Command(kilnBin, "repl", "python")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	defer cmd.Process.Kill()
+	var scr screen
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(buf)
+			scr.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	typ := func(s string) { ptmx.Write([]byte(s)) }
+
+	at := scr.waitFor(t, 0, ">>> ")
+	typ("def f(n):\r")
+	at = scr.waitFor(t, at, "... ")
+	typ("    return n * 3\r\r")
+	at = scr.waitFor(t, at, ">>> ")
+	typ("x = f(14)\r")
+	at = scr.waitFor(t, at, ">>> ")
+	typ("while True: pass\r\r")
+	time.Sleep(time.Second)
+	typ("\x03")
+	at = scr.waitFor(t, at, "KeyboardInterrupt")
+	at = scr.waitFor(t, at, ">>> ")
+	typ("print(x)\r")
+	at = scr.waitFor(t, at, "42")
+	at = scr.waitFor(t, at, ">>> ")
+	typ("half typed\x03")
+	at = scr.waitFor(t, at, ">>> ")
+	typ("\x1b[A\r") // up: the last line run, print(x)
+	at = scr.waitFor(t, at, "42")
+	scr.waitFor(t, at, ">>> ")
+	typ("\x04")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("kiln repl ended with %v after Ctrl-D; screen:\n%s", err, scr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("kiln repl did not end on Ctrl-D; screen:\n%s", scr.String())
+	}
+}
