@@ -64,7 +64,15 @@ func newAgent(cfg protocol.AgentConfig) (*Agent, error) {
 	os.Clearenv()
 	// Only the service ends the agent, by closing the connection or killing
 	// it; stray job-control signals must not (Go would exit on SIGINT).
-	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGPIPE)
+	// They are caught and dropped, not ignored: an ignored disposition
+	// would pass to every process the agent starts, and user programs must
+	// start with the default ones.
+	stray := make(chan os.Signal, 8)
+	signal.Notify(stray, syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGQUIT)
+	go func() {
+		for range stray {
+		}
+	}()
 	var hs cgroups.HandleSpec
 	if err := json.Unmarshal(cfg.Cgroup, &hs); err != nil {
 		return nil, fmt.Errorf("cgroup spec: %w", err)

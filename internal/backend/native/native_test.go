@@ -214,3 +214,21 @@ func BenchmarkExecTrueWarm(b *testing.B) {
 		run(b, sb, "/usr/bin/true")
 	}
 }
+
+// TestDefaultSignalDispositions: user programs start with no signal
+// ignored or blocked, whatever the agent does with its own signals (an
+// ignored disposition would survive exec and, for one, make Ctrl-C
+// useless in the user's Python).
+func TestDefaultSignalDispositions(t *testing.T) {
+	b := newBackend(t)
+	ctx := context.Background()
+	sb, err := b.Create(ctx, Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Destroy(ctx)
+	out, _ := run(t, sb, "/bin/grep", "-E", "^Sig(Ign|Blk):", "/proc/self/status")
+	if want := "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"; out != want {
+		t.Errorf("a user program's signal state:\n%s\nwant:\n%s", out, want)
+	}
+}
