@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/kiln-dev/kiln/internal/kernelproto"
 	"github.com/kiln-dev/kiln/internal/protocol"
@@ -35,28 +34,12 @@ func (c *Client) Cell(ctx context.Context, req protocol.Cell, ev CellEvents) (pr
 		delete(c.cells, id)
 		c.cellsMu.Unlock()
 	}()
-	var deadline <-chan time.Time
-	cancel := ctx.Done()
-	for {
-		select {
-		case m, ok := <-ch:
-			if !ok {
-				return protocol.CellDone{}, ErrClosed
-			}
-			done, res, err := handleCellEvent(m, ev)
-			if done || err != nil {
-				return res, err
-			}
-		case <-cancel:
-			cancel = nil
-			if err := c.out.Send(id, protocol.TCancel, nil); err != nil {
-				return protocol.CellDone{}, fmt.Errorf("%w: %v", ErrClosed, err)
-			}
-			deadline = time.After(cancelGrace)
-		case <-deadline:
-			return protocol.CellDone{}, fmt.Errorf("agent did not end the cell within %v of cancel", cancelGrace)
-		}
-	}
+	var res protocol.CellDone
+	err = c.follow(ctx, id, ch, func(m *protocol.Message) (done bool, err error) {
+		done, res, err = handleCellEvent(m, ev)
+		return done, err
+	})
+	return res, err
 }
 
 func handleCellEvent(m *protocol.Message, ev CellEvents) (bool, protocol.CellDone, error) {

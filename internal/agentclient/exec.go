@@ -22,26 +22,37 @@ func (c *Client) Exec(ctx context.Context, req protocol.Exec, stdout, stderr io.
 		return protocol.ExitInfo{}, err
 	}
 	defer c.forget(id)
+	var info protocol.ExitInfo
+	err = c.follow(ctx, id, ch, func(m *protocol.Message) (done bool, err error) {
+		done, info, err = handleExecEvent(m, stdout, stderr)
+		return done, err
+	})
+	return info, err
+}
+
+// follow passes a running request's events to handle until it says the
+// request is done. Cancelling ctx asks the agent to cancel the request
+// and waits cancelGrace for it to end.
+func (c *Client) follow(ctx context.Context, id uint64, ch <-chan *protocol.Message, handle func(*protocol.Message) (bool, error)) error {
 	var deadline <-chan time.Time
 	cancel := ctx.Done()
 	for {
 		select {
 		case m, ok := <-ch:
 			if !ok {
-				return protocol.ExitInfo{}, ErrClosed
+				return ErrClosed
 			}
-			done, info, err := handleExecEvent(m, stdout, stderr)
-			if done || err != nil {
-				return info, err
+			if done, err := handle(m); done || err != nil {
+				return err
 			}
 		case <-cancel:
 			cancel = nil
 			if err := c.out.Send(id, protocol.TCancel, nil); err != nil {
-				return protocol.ExitInfo{}, fmt.Errorf("%w: %v", ErrClosed, err)
+				return fmt.Errorf("%w: %v", ErrClosed, err)
 			}
 			deadline = time.After(cancelGrace)
 		case <-deadline:
-			return protocol.ExitInfo{}, fmt.Errorf("agent did not stop the process within %v of cancel", cancelGrace)
+			return fmt.Errorf("agent did not end the request within %v of cancel", cancelGrace)
 		}
 	}
 }
