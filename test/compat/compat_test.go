@@ -42,12 +42,6 @@ type outcome struct {
 	artifacts []string // sandbox only; on the host, the files must exist
 }
 
-// side runs cells of one language somewhere.
-type side interface {
-	run(t *testing.T, code, stdin string, hasStdin bool) outcome
-	upload(t *testing.T, name, data string)
-}
-
 type sandboxSide struct {
 	s    *engine.Session
 	lang string
