@@ -68,13 +68,8 @@ func cell(t testing.TB, sb *Sandbox, code string, timeout time.Duration) cellOut
 }
 
 func TestCellsKeepStateAndAttributeOutput(t *testing.T) {
-	b := newBackend(t)
+	sb := newSandbox(t, Spec{})
 	ctx := context.Background()
-	sb, err := b.Create(ctx, Spec{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Destroy(ctx)
 
 	first := cell(t, sb, "x = 41\nprint('a' * 200000)\nimport sys; print('err', file=sys.stderr)", 10*time.Second)
 	if first.done.Status != "ok" || first.stdout != strings.Repeat("a", 200000)+"\n" || first.stderr != "err\n" {
@@ -112,13 +107,7 @@ func TestCellsKeepStateAndAttributeOutput(t *testing.T) {
 }
 
 func TestCellLimits(t *testing.T) {
-	b := newBackend(t)
-	ctx := context.Background()
-	sb, err := b.Create(ctx, Spec{Limits: kiln.Limits{MemoryBytes: 128 * kiln.MiB}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Destroy(ctx)
+	sb := newSandbox(t, Spec{Limits: kiln.Limits{MemoryBytes: 128 * kiln.MiB}})
 	cell(t, sb, "kept = 'yes'", 10*time.Second)
 
 	start := time.Now()
@@ -156,13 +145,7 @@ func TestCellLimits(t *testing.T) {
 }
 
 func TestCellInterrupt(t *testing.T) {
-	b := newBackend(t)
-	ctx := context.Background()
-	sb, err := b.Create(ctx, Spec{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Destroy(ctx)
+	sb := newSandbox(t, Spec{})
 	cell(t, sb, "n = 7", 10*time.Second)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
@@ -181,13 +164,8 @@ func TestCellInterrupt(t *testing.T) {
 // BenchmarkCellWarm is a trivial cell in a running kernel, through the
 // agent: the path that the warm-cell target is about.
 func BenchmarkCellWarm(b *testing.B) {
-	be := newBackend(b)
+	sb := newSandbox(b, Spec{})
 	ctx := context.Background()
-	sb, err := be.Create(ctx, Spec{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sb.Destroy(ctx)
 	req := protocol.Cell{
 		Kernel:      protocol.Kernel{Language: "tiny", Argv: []string{"/usr/bin/python3", "-u", "-c", tinyKernel}},
 		Code:        "1+1",

@@ -12,13 +12,8 @@ import (
 )
 
 func TestFileOperations(t *testing.T) {
-	b := newBackend(t)
+	sb := newSandbox(t, Spec{})
 	ctx := context.Background()
-	sb, err := b.Create(ctx, Spec{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Destroy(ctx)
 	a := sb.Agent
 
 	big := strings.Repeat("0123456789", 100_000) // 1 MB: several chunks
@@ -72,13 +67,8 @@ func TestFileOperations(t *testing.T) {
 // TestFileOpsContainSymlinks plants symlinks from user code that point out
 // of the workspace and checks that no file operation follows them out.
 func TestFileOpsContainSymlinks(t *testing.T) {
-	b := newBackend(t)
+	sb := newSandbox(t, Spec{})
 	ctx := context.Background()
-	sb, err := b.Create(ctx, Spec{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Destroy(ctx)
 	a := sb.Agent
 	plant := "ln -s /etc/passwd pw && ln -s /proc/1 agentproc && ln -s /tmp tmpdir && ln -s ../../etc up && ln -s /proc/self/mem mem"
 	if out, info := run(t, sb, "/bin/sh", "-c", plant); info.Code != 0 {
@@ -108,13 +98,8 @@ func TestFileOpsContainSymlinks(t *testing.T) {
 }
 
 func TestFileBadInput(t *testing.T) {
-	b := newBackend(t)
+	sb := newSandbox(t, Spec{Limits: smallDisk()})
 	ctx := context.Background()
-	sb, err := b.Create(ctx, Spec{Limits: smallDisk()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Destroy(ctx)
 	a := sb.Agent
 	for _, p := range []string{"a\x00b", strings.Repeat("x/", 3000)} {
 		if err := a.WriteFile(ctx, p, []byte("x"), 0); remoteCode(err) != protocol.ErrInvalid {
@@ -125,7 +110,7 @@ func TestFileBadInput(t *testing.T) {
 		t.Error("WriteFile with no name succeeded")
 	}
 	// The workspace is 2 MiB: a 3 MiB file does not fit and says so.
-	err = a.WriteFile(ctx, "big", make([]byte, 3<<20), 0)
+	err := a.WriteFile(ctx, "big", make([]byte, 3<<20), 0)
 	if err == nil || !strings.Contains(err.Error(), "no space left") {
 		t.Errorf("WriteFile over the workspace size = %v, want no space left", err)
 	}

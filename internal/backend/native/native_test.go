@@ -134,13 +134,7 @@ func BenchmarkCreateDestroy(b *testing.B) {
 
 // BenchmarkExecTrue is the cost of one process in a running sandbox.
 func BenchmarkExecTrue(b *testing.B) {
-	be := newBackend(b)
-	ctx := context.Background()
-	sb, err := be.Create(ctx, Spec{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sb.Destroy(ctx)
+	sb := newSandbox(b, Spec{})
 	for b.Loop() {
 		run(b, sb, "/usr/bin/true")
 	}
@@ -148,13 +142,7 @@ func BenchmarkExecTrue(b *testing.B) {
 
 // BenchmarkExecPython is python3 -c 'print(1)' in a running sandbox.
 func BenchmarkExecPython(b *testing.B) {
-	be := newBackend(b)
-	ctx := context.Background()
-	sb, err := be.Create(ctx, Spec{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sb.Destroy(ctx)
+	sb := newSandbox(b, Spec{})
 	for b.Loop() {
 		run(b, sb, "/usr/bin/python3", "-c", "print(1)")
 	}
@@ -200,13 +188,7 @@ func smallDisk() kiln.Limits {
 // BenchmarkExecTrueWarm is BenchmarkExecTrue with a pause between runs, as
 // between the cells of a session: the spare spawn stage is ready each time.
 func BenchmarkExecTrueWarm(b *testing.B) {
-	be := newBackend(b)
-	ctx := context.Background()
-	sb, err := be.Create(ctx, Spec{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sb.Destroy(ctx)
+	sb := newSandbox(b, Spec{})
 	for b.Loop() {
 		b.StopTimer()
 		time.Sleep(20 * time.Millisecond)
@@ -220,15 +202,20 @@ func BenchmarkExecTrueWarm(b *testing.B) {
 // ignored disposition would survive exec and, for one, make Ctrl-C
 // useless in the user's Python).
 func TestDefaultSignalDispositions(t *testing.T) {
-	b := newBackend(t)
-	ctx := context.Background()
-	sb, err := b.Create(ctx, Spec{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Destroy(ctx)
+	sb := newSandbox(t, Spec{})
 	out, _ := run(t, sb, "/bin/grep", "-E", "^Sig(Ign|Blk):", "/proc/self/status")
 	if want := "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"; out != want {
 		t.Errorf("a user program's signal state:\n%s\nwant:\n%s", out, want)
 	}
+}
+
+// newSandbox makes a sandbox from a fresh backend, destroyed when the test ends.
+func newSandbox(t testing.TB, spec Spec) *Sandbox {
+	t.Helper()
+	sb, err := newBackend(t).Create(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Destroy(context.Background()) })
+	return sb
 }
