@@ -13,7 +13,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -211,27 +210,7 @@ func TestConformance(t *testing.T) {
 // once, as replicas starting together would: each migration applies once.
 func TestConcurrentStart(t *testing.T) {
 	dsn := freshDSN(t)
-	const n = 5
-	stores := make([]*store.DB, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { stores[i], errs[i] = postgres.Open(context.Background(), dsn) })
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("open %d: %v", i, err)
-		}
-		defer stores[i].Close()
-	}
-	var rows int
-	if err := stores[0].SQL().QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&rows); err != nil {
-		t.Fatal(err)
-	}
-	if rows != store.LatestVersion() {
-		t.Errorf("schema_migrations has %d rows, want %d", rows, store.LatestVersion())
-	}
+	storetest.ConcurrentStart(t, func(ctx context.Context) (*store.DB, error) { return postgres.Open(ctx, dsn) })
 }
 
 func TestTruncateRefused(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/kiln-dev/kiln/internal/store"
@@ -72,27 +71,7 @@ func TestPersistsAcrossReopen(t *testing.T) {
 // two processes starting together would: each migration is applied once.
 func TestConcurrentStart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kiln.db")
-	const n = 5
-	stores := make([]*store.DB, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { stores[i], errs[i] = sqlite.Open(context.Background(), path) })
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("open %d: %v", i, err)
-		}
-		defer stores[i].Close()
-	}
-	var rows int
-	if err := stores[0].SQL().QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&rows); err != nil {
-		t.Fatal(err)
-	}
-	if rows != store.LatestVersion() {
-		t.Errorf("schema_migrations has %d rows, want %d", rows, store.LatestVersion())
-	}
+	storetest.ConcurrentStart(t, func(ctx context.Context) (*store.DB, error) { return sqlite.Open(ctx, path) })
 }
 
 func TestPragmas(t *testing.T) {

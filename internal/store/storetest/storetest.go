@@ -640,3 +640,31 @@ func testInvalidCursor(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// ConcurrentStart opens one new, empty database from several handles at
+// once, as processes or replicas starting together would, and checks that
+// each migration was applied exactly once.
+func ConcurrentStart(t *testing.T, open func(context.Context) (*store.DB, error)) {
+	t.Helper()
+	const n = 5
+	stores := make([]*store.DB, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { stores[i], errs[i] = open(context.Background()) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		defer stores[i].Close()
+	}
+	var rows int
+	if err := stores[0].SQL().QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != store.LatestVersion() {
+		t.Errorf("schema_migrations has %d rows, want %d", rows, store.LatestVersion())
+	}
+}
