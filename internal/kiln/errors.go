@@ -17,6 +17,12 @@ const (
 	Unavailable  Kind = "unavailable"   // try again later: capacity, queue
 	Internal     Kind = "internal"      // a bug or a host failure; details in the log
 	SandboxError Kind = "sandbox_error" // the sandbox could not be made or broke
+
+	Unauthenticated Kind = "unauthenticated" // no credentials, or ones kiln does not know
+	Forbidden       Kind = "forbidden"       // known caller, not allowed (admin-only actions)
+	Conflict        Kind = "conflict"        // collides with existing state
+	RateLimited     Kind = "rate_limited"    // too many requests; retry later
+	QuotaExceeded   Kind = "quota_exceeded"  // a per-user cap is reached
 )
 
 // Error is an error with a kind and a message that is safe to show a user.

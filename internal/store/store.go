@@ -17,7 +17,7 @@ var ErrNotFound = &kiln.Error{Kind: kiln.NotFound, Message: "not found"}
 
 // ErrConflict is returned when a write collides with existing state: a
 // duplicate user name or id, or ending a session that has already ended.
-var ErrConflict = &kiln.Error{Kind: kiln.Invalid, Message: "already exists or conflicts with the current state"}
+var ErrConflict = &kiln.Error{Kind: kiln.Conflict, Message: "already exists or conflicts with the current state"}
 
 // Store is everything the service keeps. Methods that read or change a
 // session, an execution or an artifact take the caller's user id and return

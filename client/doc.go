@@ -1,0 +1,43 @@
+// Package client is the Go client of a kiln server's HTTP API, and the
+// API's types. It is the only package of the module meant for import.
+//
+// Every request carries an API key as "Authorization: Bearer KEY". Errors
+// come back as *Problem (application/problem+json) with a stable Code.
+//
+// The API, under /v1 (the OpenAPI 3 document is at /v1/openapi.json):
+//
+//	GET    /v1/health/live                  liveness (no key)
+//	GET    /v1/health/ready                 readiness (no key)
+//	GET    /v1/openapi.json                 this API (no key)
+//	GET    /metrics                         Prometheus metrics (admin key)
+//	GET    /v1/languages                    []Language
+//	POST   /v1/run                          RunRequest -> RunResult
+//	POST   /v1/sessions                     SessionRequest -> Session (201)
+//	GET    /v1/sessions                     ?status=&metadata.KEY=VALUE&limit=&cursor= -> SessionList
+//	GET    /v1/sessions/{id}                Session
+//	DELETE /v1/sessions/{id}                ends it (204)
+//	POST   /v1/sessions/{id}/interrupt      stops the running cell (204)
+//	POST   /v1/sessions/{id}/restart        ?language= restarts kernels, keeps files (204)
+//	POST   /v1/sessions/{id}/executions     ExecRequest -> Execution; with
+//	                                        "Accept: text/event-stream", a stream of Event
+//	GET    /v1/sessions/{id}/executions     ?limit=&cursor= -> ExecutionList
+//	GET    /v1/sessions/{id}/ws             WebSocket: WSMessage in, Event out
+//	GET    /v1/executions/{id}              Execution
+//	GET    /v1/sessions/{id}/files          the workspace root's FileList
+//	GET    /v1/sessions/{id}/files/{path}   a file's bytes; a directory's FileList;
+//	                                        ?stat=true -> FileInfo; ?archive=zip|tar on a directory
+//	PUT    /v1/sessions/{id}/files/{path}   the raw body becomes the file (201, or 200 when
+//	                                        replaced); ?overwrite=false -> 409 if it exists
+//	POST   /v1/sessions/{id}/files/{path}   multipart/form-data files into the directory, or
+//	                                        ?extract=zip|tar with an archive body -> Uploaded
+//	DELETE /v1/sessions/{id}/files/{path}   ?recursive=true for a non-empty directory (204)
+//	POST   /v1/sessions/{id}/mkdir          {"path": "..."} -> FileInfo (201)
+//	POST   /v1/sessions/{id}/move           MoveRequest -> FileInfo
+//	POST   /v1/users                        UserRequest -> User (admin)
+//	GET    /v1/users                        []User (admin)
+//	GET    /v1/users/{id}                   User ("me" is the caller)
+//	POST   /v1/users/{id}/keys              KeyRequest -> Key with Secret (201)
+//	GET    /v1/users/{id}/keys              []Key
+//	DELETE /v1/users/{id}/keys/{key}        revokes it (204)
+//	GET    /v1/audit                        ?user=&session=&limit=&cursor= (admin)
+package client

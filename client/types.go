@@ -1,0 +1,246 @@
+package client
+
+import (
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/kiln"
+)
+
+// The result model is the engine's own; these aliases let callers name it.
+type (
+	CellResult = kiln.CellResult
+	CellStatus = kiln.CellStatus
+	Output     = kiln.Output
+	CellError  = kiln.CellError
+	Diagnostic = kiln.Diagnostic
+	Artifact   = kiln.Artifact
+	Usage      = kiln.Usage
+)
+
+// Limits bound a session's sandbox or a one-shot run. Zero fields take the
+// server's defaults; the server answers 400 naming the allowed range for a
+// value outside it.
+type Limits struct {
+	TimeoutMS      int64 `json:"timeout_ms,omitempty"`      // wall clock per execution
+	MemoryBytes    int64 `json:"memory_bytes,omitempty"`    // user processes together, no swap
+	Pids           int64 `json:"pids,omitempty"`            // processes and threads together
+	CPUMillis      int64 `json:"cpu_millis,omitempty"`      // 1000 = one CPU
+	OutputBytes    int64 `json:"output_bytes,omitempty"`    // stdout and stderr per execution
+	FileSizeBytes  int64 `json:"file_size_bytes,omitempty"` // largest file a process may write
+	OpenFiles      int64 `json:"open_files,omitempty"`      // per process
+	TmpBytes       int64 `json:"tmp_bytes,omitempty"`       // size of /tmp
+	WorkspaceBytes int64 `json:"workspace_bytes,omitempty"` // size of the workspace
+	Inodes         int64 `json:"inodes,omitempty"`          // files in /tmp and in the workspace, each
+}
+
+// SessionRequest creates a session (POST /v1/sessions).
+type SessionRequest struct {
+	// Languages the session will use; the first is the default for cells
+	// that name none. Empty means ["python"].
+	Languages []string `json:"languages,omitempty"`
+	Limits    Limits   `json:"limits,omitempty"`
+	// IdleTTLSeconds ends the session after this long without a cell, a
+	// stream or a file operation. 0 means the server's default (one hour).
+	IdleTTLSeconds int64 `json:"idle_ttl_seconds,omitempty"`
+	// Network is the egress policy; only "none" exists today.
+	Network  string            `json:"network,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// Session is a long-lived sandbox with its workspace and kernels.
+type Session struct {
+	ID             string            `json:"id"`
+	Status         string            `json:"status"` // active, ended
+	Languages      []string          `json:"languages"`
+	Limits         Limits            `json:"limits"`
+	IdleTTLSeconds int64             `json:"idle_ttl_seconds"`
+	Network        string            `json:"network"`
+	Metadata       map[string]string `json:"metadata"`
+	Created        time.Time         `json:"created"`
+	LastActive     time.Time         `json:"last_active"`
+	Ended          *time.Time        `json:"ended,omitempty"`
+	EndReason      string            `json:"end_reason,omitempty"`
+}
+
+// SessionList is one page of sessions, newest first.
+type SessionList struct {
+	Sessions   []Session `json:"sessions"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// ExecRequest runs a cell in a session
+// (POST /v1/sessions/{id}/executions).
+type ExecRequest struct {
+	Code      string   `json:"code"`
+	Language  string   `json:"language,omitempty"` // default: the session's first language
+	Stdin     *string  `json:"stdin,omitempty"`    // nil: reading stdin fails at once
+	TimeoutMS int64    `json:"timeout_ms,omitempty"`
+	Args      []string `json:"args,omitempty"` // program languages only
+}
+
+// Execution is one cell of a session's history.
+type Execution struct {
+	ID        string      `json:"id"`
+	SessionID string      `json:"session_id"`
+	Seq       int64       `json:"seq"`
+	Language  string      `json:"language"`
+	Code      string      `json:"code"`
+	Status    string      `json:"status"` // running, or the result's status
+	Result    *CellResult `json:"result,omitempty"`
+	Started   time.Time   `json:"started"`
+	Ended     *time.Time  `json:"ended,omitempty"`
+}
+
+// ExecutionList is one page of a session's history, oldest first.
+type ExecutionList struct {
+	Executions []Execution `json:"executions"`
+	NextCursor string      `json:"next_cursor,omitempty"`
+}
+
+// Event is one message of an execution stream, over SSE (the event name
+// is Type, the data is the JSON of the whole Event) or WebSocket (one
+// JSON text message per Event).
+type Event struct {
+	Type string `json:"type"` // see the Event* constants
+	// Data is the text of a stdout or stderr chunk.
+	Data string `json:"data,omitempty"`
+	// Output is a display event's MIME bundle.
+	Output *Output `json:"output,omitempty"`
+	// Execution is the started and done events' execution (with its
+	// result when done).
+	Execution *Execution `json:"execution,omitempty"`
+	// Error is an error event's problem: the cell could not run at all.
+	Error *Problem `json:"error,omitempty"`
+}
+
+// Stream event types, in the order they come: started, then stdout,
+// stderr and display as they happen, then done or error.
+const (
+	EventStarted = "started"
+	EventStdout  = "stdout"
+	EventStderr  = "stderr"
+	EventDisplay = "display"
+	EventDone    = "done"
+	EventError   = "error"
+)
+
+// WSMessage is what a client sends over the execution WebSocket
+// (GET /v1/sessions/{id}/ws): first one "execute", then any number of
+// "stdin" (Data; EOF closes the cell's stdin) and "interrupt".
+type WSMessage struct {
+	Type    string       `json:"type"` // execute, stdin, interrupt
+	Execute *ExecRequest `json:"execute,omitempty"`
+	Data    string       `json:"data,omitempty"`
+	EOF     bool         `json:"eof,omitempty"`
+}
+
+// RunRequest is a one-shot run in a fresh sandbox (POST /v1/run).
+type RunRequest struct {
+	Language string   `json:"language"`
+	Code     string   `json:"code"`
+	Args     []string `json:"args,omitempty"`
+	Stdin    string   `json:"stdin,omitempty"`
+	Files    []File   `json:"files,omitempty"`
+	Limits   Limits   `json:"limits,omitempty"`
+}
+
+// File is a file with its content, base64 in JSON.
+type File struct {
+	Path    string `json:"path"`
+	Content []byte `json:"content"`
+	Mode    uint32 `json:"mode,omitempty"`
+}
+
+// RunResult is a one-shot run's result and the files it created or
+// changed (each at most the server's artifact size limit; larger ones are
+// listed in the result's artifacts without content).
+type RunResult struct {
+	Result CellResult `json:"result"`
+	Files  []File     `json:"files"`
+}
+
+// FileInfo describes one workspace entry.
+type FileInfo struct {
+	Path    string    `json:"path"` // relative to the workspace
+	Name    string    `json:"name"`
+	Type    string    `json:"type"` // file, dir, symlink, other
+	Size    int64     `json:"size"`
+	Mode    uint32    `json:"mode"`
+	ModTime time.Time `json:"mtime"`
+}
+
+// FileList is a directory's entries, sorted by name.
+type FileList struct {
+	Path    string     `json:"path"`
+	Entries []FileInfo `json:"entries"`
+}
+
+// MoveRequest renames a workspace entry (POST /v1/sessions/{id}/move).
+type MoveRequest struct {
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Overwrite bool   `json:"overwrite,omitempty"`
+}
+
+// Uploaded answers an upload with what was written.
+type Uploaded struct {
+	Files []FileInfo `json:"files"`
+}
+
+// Language is one language the server runs.
+type Language struct {
+	Name    string   `json:"name"`
+	Aliases []string `json:"aliases,omitempty"`
+	Kind    string   `json:"kind"` // repl, program
+	Version string   `json:"version,omitempty"`
+	// Available is false when the runtime is missing; Problem says why.
+	Available bool   `json:"available"`
+	Problem   string `json:"problem,omitempty"`
+}
+
+// UserRequest creates a user (admins only).
+type UserRequest struct {
+	Name  string `json:"name"`
+	Admin bool   `json:"admin,omitempty"`
+}
+
+// User is a person or program that owns sessions.
+type User struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Admin   bool      `json:"admin"`
+	Created time.Time `json:"created"`
+}
+
+// KeyRequest creates an API key.
+type KeyRequest struct {
+	Name string `json:"name,omitempty"`
+}
+
+// Key is an API key's record. Secret is set only in the answer that
+// created it: the server keeps a hash and cannot show it again.
+type Key struct {
+	ID       string     `json:"id"`
+	UserID   string     `json:"user_id"`
+	Name     string     `json:"name"`
+	Prefix   string     `json:"prefix"`
+	Secret   string     `json:"secret,omitempty"`
+	Created  time.Time  `json:"created"`
+	LastUsed *time.Time `json:"last_used,omitempty"`
+	Revoked  *time.Time `json:"revoked,omitempty"`
+}
+
+// Problem is every error answer (application/problem+json, RFC 9457).
+// Code is stable; Detail is safe to show a user.
+type Problem struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Code      string `json:"code"`
+	Detail    string `json:"detail"`
+	RequestID string `json:"request_id,omitempty"`
+	// RetryAfterSeconds is set with 429 and 503 (also as Retry-After).
+	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
+}
+
+func (p *Problem) Error() string { return p.Detail + " (" + p.Code + ")" }
