@@ -63,6 +63,12 @@ Usage:
   kiln languages                         every language, its runtime and version
   kiln doctor                            what this host supports and lacks
   kiln bench [flags]                     measure sandbox overhead and throughput
+  kiln serve [flags]                     the HTTP service and web UI
+  kiln session create|ls|get|rm ...      sessions on a kiln server (remote)
+  kiln exec [flags] SESSION [CODE|-]     run a cell in a remote session
+  kiln files put|get|ls|rm ...           files in a remote session's workspace
+  kiln history SESSION                   a remote session's executions
+  kiln key create|ls|revoke ...          API keys (and users, for admins)
   kiln version
 
 Run "kiln run -h" for the flags of run.
@@ -84,6 +90,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return doctorCmd(ctx, stdout)
 	case "bench":
 		return benchCmd(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return serveCmd(ctx, args[1:], stdout, stderr)
+	case "session":
+		return sessionCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "exec":
+		return execCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "files":
+		return filesCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "history":
+		return historyCmd(ctx, args[1:], stdout, stderr)
+	case "key", "user":
+		return keyCmd(ctx, args[0], args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "kiln", version)
 		return nil

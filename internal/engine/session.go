@@ -21,6 +21,10 @@ import (
 type SessionSpec struct {
 	Limits kiln.Limits // per cell for time and output; for the whole sandbox for the rest
 	Env    []string    // extra KEY=VALUE for every process
+	// HostDir, when set, is the host directory used as the workspace (the
+	// service keeps workspaces outside the sandbox so they outlive it);
+	// else the workspace is a tmpfs that dies with the sandbox.
+	HostDir string
 }
 
 // Session is one long-lived sandbox with one workspace, in which cells run
@@ -64,7 +68,7 @@ func (e *Engine) NewSession(ctx context.Context, spec SessionSpec) (*Session, er
 	if err := spec.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	sb, err := e.backend.Create(ctx, native.Spec{Limits: spec.Limits, Env: spec.Env})
+	sb, err := e.backend.Create(ctx, native.Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir})
 	if err != nil {
 		return nil, err
 	}
