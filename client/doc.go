@@ -3,6 +3,8 @@
 //
 // Every request carries an API key as "Authorization: Bearer KEY". Errors
 // come back as *Problem (application/problem+json) with a stable Code.
+// {path} is a workspace path with each name percent-escaped on its own;
+// the client never cleans it (see the note in files.go).
 //
 // The API, under /v1 (the OpenAPI 3 document is at /v1/openapi.json):
 //
@@ -27,17 +29,19 @@
 //	GET    /v1/sessions/{id}/files/{path}   a file's bytes; a directory's FileList;
 //	                                        ?stat=true -> FileInfo; ?archive=zip|tar on a directory
 //	PUT    /v1/sessions/{id}/files/{path}   the raw body becomes the file (201, or 200 when
-//	                                        replaced); ?overwrite=false -> 409 if it exists
-//	POST   /v1/sessions/{id}/files/{path}   multipart/form-data files into the directory, or
-//	                                        ?extract=zip|tar with an archive body -> Uploaded
+//	                                        replaced) -> FileInfo; ?overwrite=false -> 409 if it exists
+//	POST   /v1/sessions/{id}/files/{path}   multipart/form-data files (parts named "file") into
+//	                                        the directory, or ?extract=zip|tar with an archive
+//	                                        body -> Uploaded; an empty {path} (".../files/") is
+//	                                        the workspace root
 //	DELETE /v1/sessions/{id}/files/{path}   ?recursive=true for a non-empty directory (204)
 //	POST   /v1/sessions/{id}/mkdir          {"path": "..."} -> FileInfo (201)
 //	POST   /v1/sessions/{id}/move           MoveRequest -> FileInfo
-//	POST   /v1/users                        UserRequest -> User (admin)
+//	POST   /v1/users                        UserRequest -> User (201, admin)
 //	GET    /v1/users                        []User (admin)
 //	GET    /v1/users/{id}                   User ("me" is the caller)
 //	POST   /v1/users/{id}/keys              KeyRequest -> Key with Secret (201)
 //	GET    /v1/users/{id}/keys              []Key
 //	DELETE /v1/users/{id}/keys/{key}        revokes it (204)
-//	GET    /v1/audit                        ?user=&session=&limit=&cursor= (admin)
+//	GET    /v1/audit                        ?user=&session=&limit=&cursor= -> AuditList (admin)
 package client

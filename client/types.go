@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -244,3 +245,22 @@ type Problem struct {
 }
 
 func (p *Problem) Error() string { return p.Detail + " (" + p.Code + ")" }
+
+// AuditEntry is one record of the append-only audit log (GET /v1/audit).
+type AuditEntry struct {
+	ID          string          `json:"id"`
+	Time        time.Time       `json:"time"`
+	UserID      string          `json:"user_id"`
+	Action      string          `json:"action"` // e.g. execution, file.write, session.create, egress
+	SessionID   string          `json:"session_id,omitempty"`
+	ExecutionID string          `json:"execution_id,omitempty"`
+	CodeHash    string          `json:"code_hash,omitempty"`
+	Outcome     string          `json:"outcome,omitempty"`
+	Detail      json.RawMessage `json:"detail,omitempty"`
+}
+
+// AuditList is one page of the audit log, oldest first.
+type AuditList struct {
+	Entries    []AuditEntry `json:"entries"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}

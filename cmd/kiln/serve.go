@@ -2,11 +2,166 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/server"
+	"github.com/kiln-dev/kiln/internal/service"
+	"github.com/kiln-dev/kiln/internal/store"
+	"github.com/kiln-dev/kiln/internal/store/postgres"
+	"github.com/kiln-dev/kiln/internal/store/sqlite"
 )
 
+// DefaultListen is where kiln serve listens unless told otherwise: this
+// machine only.
+const DefaultListen = "127.0.0.1:8420"
+
+const serveUsage = `Usage: kiln serve [flags]
+
+Runs the kiln service: the HTTP API under /v1 on the embedded defaults
+(SQLite in the data directory). On the first start it creates an admin
+API key and prints it once.
+
+Flags:
+`
+
+type serveFlags struct {
+	listen, data, db, keyFile, logLevel string
+	svc                                 service.Config
+	http                                server.Config
+}
+
+func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
+	f := &serveFlags{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
+	sd, hd := service.DefaultConfig(), server.DefaultConfig()
+	fs.StringVar(&f.listen, "listen", DefaultListen, "address to listen on (host:port)")
+	fs.StringVar(&f.data, "data", "/var/lib/kiln", "data directory: the SQLite database and the session workspaces")
+	fs.StringVar(&f.db, "db", "", "PostgreSQL DSN (postgres://...); empty: SQLite in the data directory")
+	fs.StringVar(&f.keyFile, "admin-key-file", "", "also write the first admin key to this file (mode 0600)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.IntVar(&f.svc.PoolSize, "pool", sd.PoolSize, "warm Python sandboxes kept ready (0 disables)")
+	fs.DurationVar(&f.svc.IdleTTL, "idle-ttl", sd.IdleTTL, "a session's idle TTL when it asks for none")
+	fs.IntVar(&f.svc.MaxSessionsPerUser, "max-sessions", sd.MaxSessionsPerUser, "active sessions per user")
+	fs.Int64Var(&f.svc.MaxWorkspaceBytesPerUser, "workspace-quota", sd.MaxWorkspaceBytesPerUser, "bytes of workspace per user, all active sessions together")
+	fs.IntVar(&f.svc.Concurrency, "concurrency", sd.Concurrency, "cells and runs at once (default: the number of CPUs)")
+	fs.IntVar(&f.svc.QueueLength, "queue", sd.QueueLength, "cells and runs waiting at most; beyond, 503 at once")
+	fs.Int64Var(&f.svc.MaxCodeBytes, "max-code", sd.MaxCodeBytes, "bytes of code per cell")
+	fs.Float64Var(&f.http.RatePerSecond, "rate", hd.RatePerSecond, "requests per second per API key")
+	fs.IntVar(&f.http.RateBurst, "burst", hd.RateBurst, "request burst per API key")
+	fs.Int64Var(&f.http.MaxUploadBytes, "max-upload", hd.MaxUploadBytes, "bytes per upload")
+	fs.Int64Var(&f.http.MaxJSONBytes, "max-json", hd.MaxJSONBytes, "bytes per JSON request body")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "kiln serve: unexpected argument %q\n", fs.Arg(0))
+		return nil, errUsage
+	}
+	if f.svc.PoolSize == 0 {
+		f.svc.PoolSize = -1 // the flag's 0 means off; the config's 0 means default
+	}
+	return f, nil
+}
+
 func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return kiln.Errorf(kiln.Unsupported, "kiln serve is not built yet")
+	f, err := parseServe(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return kiln.Errorf(kiln.Invalid, "--log-level %q is not one of debug, info, warn, error", f.logLevel)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := os.MkdirAll(f.data, 0o711); err != nil {
+		return kiln.Wrap(kiln.Invalid, err, "cannot make the data directory %s", f.data)
+	}
+	f.svc.DataDir = f.data
+	st, err := openStore(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	b, err := native.New(native.Config{}, log)
+	if err != nil {
+		return err
+	}
+	svc, err := service.New(ctx, f.svc, st, engine.New(b, log), log)
+	if err != nil {
+		return err
+	}
+	defer svc.Close(context.Background())
+	if err := announceKey(ctx, svc, f, stdout); err != nil {
+		return err
+	}
+	return listenAndServe(ctx, f, server.New(svc, f.http, log), log)
+}
+
+func openStore(ctx context.Context, f *serveFlags) (store.Store, error) {
+	if f.db != "" {
+		if !strings.HasPrefix(f.db, "postgres://") && !strings.HasPrefix(f.db, "postgresql://") && !strings.Contains(f.db, "=") {
+			return nil, kiln.Errorf(kiln.Invalid, "--db must be a PostgreSQL DSN (postgres://... or key=value pairs)")
+		}
+		return postgres.Open(ctx, f.db)
+	}
+	return sqlite.Open(ctx, filepath.Join(f.data, "kiln.db"))
+}
+
+// announceKey prints the first admin key once, as Jupyter prints its token.
+func announceKey(ctx context.Context, svc *service.Service, f *serveFlags, stdout io.Writer) error {
+	key, err := svc.Bootstrap(ctx)
+	if err != nil || key == "" {
+		return err
+	}
+	if f.keyFile != "" {
+		if err := os.WriteFile(f.keyFile, []byte(key+"\n"), 0o600); err != nil {
+			return kiln.Wrap(kiln.Invalid, err, "cannot write the admin key to %s", f.keyFile)
+		}
+	}
+	fmt.Fprintf(stdout, "\nkiln: created the admin API key. It is shown this once; kiln keeps only its hash:\n\n    %s\n\n"+
+		"    curl -H 'Authorization: Bearer %s' http://%s/v1/languages\n\n", key, key, f.listen)
+	return nil
+}
+
+func listenAndServe(ctx context.Context, f *serveFlags, h *server.Server, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return kiln.Wrap(kiln.Invalid, err, "cannot listen on %s", f.listen)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	log.Info("kiln serving", "addr", ln.Addr().String(), "data", f.data, "version", version)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("kiln stopping")
+	stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.Shutdown(stop)
+	return nil
 }

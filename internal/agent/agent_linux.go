@@ -57,7 +57,8 @@ type Agent struct {
 	kernels map[string]*kernel
 	specs   map[string]protocol.Kernel // how to start each language's kernel
 	cells   map[uint64]*cellRun
-	files   sync.Mutex // one file operation at a time keeps chown and sizes simple
+	stdins  map[uint64]*stdinQueue // open stdin of running execs and cells, by request id
+	files   sync.Mutex             // one file operation at a time keeps chown and sizes simple
 }
 
 func newAgent(cfg protocol.AgentConfig) (*Agent, error) {
@@ -97,6 +98,7 @@ func newAgent(cfg protocol.AgentConfig) (*Agent, error) {
 		kernels: map[string]*kernel{},
 		specs:   map[string]protocol.Kernel{},
 		cells:   map[uint64]*cellRun{},
+		stdins:  map[uint64]*stdinQueue{},
 	}, nil
 }
 
@@ -142,7 +144,9 @@ func (a *Agent) dispatch(m *protocol.Message) {
 			return
 		}
 		a.startExec(m.ID, req)
-	case protocol.TStdin, protocol.TSignal, protocol.TCancel:
+	case protocol.TStdin:
+		a.stdin(m)
+	case protocol.TSignal, protocol.TCancel:
 		if !a.controlCell(m) {
 			a.control(m)
 		}
@@ -152,7 +156,17 @@ func (a *Agent) dispatch(m *protocol.Message) {
 			a.fail(m.ID, protocol.ErrInvalid, err.Error())
 			return
 		}
-		go a.runCell(m.ID, req)
+		var in *stdinQueue
+		if req.StdinOpen {
+			// Registered before the cell starts, so that input the service
+			// sends right behind the request is kept.
+			ok := false
+			if in, ok = a.openStdin(m.ID, []byte(req.Stdin)); !ok {
+				a.fail(m.ID, protocol.ErrBusy, "a request with this id is running")
+				return
+			}
+		}
+		go a.runCell(m.ID, req, in)
 	case protocol.TRestart:
 		var r protocol.Restart
 		if len(m.Body) > 0 {

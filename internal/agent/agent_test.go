@@ -1,9 +1,13 @@
 package agent
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"os/exec"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kiln-dev/kiln/internal/protocol"
@@ -90,5 +94,32 @@ func TestImports(t *testing.T) {
 	sort.Strings(bad)
 	if len(bad) > 0 {
 		t.Errorf("the agent imports packages outside its allowlist: %v", bad)
+	}
+}
+
+// TestErrorCode: the service tells file errors apart by code, so each errno
+// a file operation can meet maps to its class, also when wrapped as the
+// os package wraps it.
+func TestErrorCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&fs.PathError{Op: "open", Path: "x", Err: syscall.ENOENT}, protocol.ErrNotFound},
+		{&fs.PathError{Op: "open", Path: "x", Err: syscall.EEXIST}, protocol.ErrExists},
+		{&os.LinkError{Op: "renameat", Old: "a", New: "b", Err: syscall.ENOTEMPTY}, protocol.ErrNotEmpty},
+		{&os.LinkError{Op: "renameat", Old: "a", New: "b", Err: syscall.EISDIR}, protocol.ErrIsDir},
+		{&fs.PathError{Op: "mkdirat", Path: "x", Err: syscall.ENOTDIR}, protocol.ErrNotDir},
+		{&fs.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}, protocol.ErrNoSpace},
+		{&fs.PathError{Op: "write", Path: "x", Err: syscall.EDQUOT}, protocol.ErrNoSpace},
+		{&fs.PathError{Op: "write", Path: "x", Err: syscall.EFBIG}, protocol.ErrTooLarge},
+		{&os.LinkError{Op: "renameat", Old: "a", New: "a/b", Err: syscall.EINVAL}, protocol.ErrInvalid},
+		{&fs.PathError{Op: "openat", Path: "x", Err: errors.New("path escapes from parent")}, protocol.ErrInvalid},
+		{errExists("target exists"), protocol.ErrExists},
+		{&fs.PathError{Op: "write", Path: "x", Err: syscall.EIO}, protocol.ErrInternal},
+	} {
+		if got := errorCode(tc.err); got != tc.want {
+			t.Errorf("errorCode(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }

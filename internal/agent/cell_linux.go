@@ -22,6 +22,7 @@ type cellRun struct {
 	stopping atomic.Value // the status to report if the cell is stopped: timeout, output_limit, interrupted
 	kill     chan struct{}
 	killOnce sync.Once
+	asks     chan struct{} // the kernel's stdin requests, answered by serveStdin
 }
 
 // stop interrupts the cell, and kills the kernel if it has not ended the
@@ -33,7 +34,14 @@ func (c *cellRun) stop(status string) {
 	}
 }
 
-func (a *Agent) runCell(id uint64, req protocol.Cell) {
+// cellID is the id the agent gives the running cell in kernelproto.
+const cellID = "c"
+
+// runCell runs a cell; in is its open stdin, or nil.
+func (a *Agent) runCell(id uint64, req protocol.Cell, in *stdinQueue) {
+	if in != nil {
+		defer a.closeStdin(id)
+	}
 	if req.TimeoutMs <= 0 || req.OutputBytes <= 0 {
 		a.fail(id, protocol.ErrInvalid, "timeout_ms and output_bytes must be positive")
 		return
@@ -43,7 +51,7 @@ func (a *Agent) runCell(id uint64, req protocol.Cell) {
 		a.fail(id, codeFor(err), err.Error())
 		return
 	}
-	c := &cellRun{k: k, limit: req.OutputBytes, kill: make(chan struct{})}
+	c := &cellRun{k: k, limit: req.OutputBytes, kill: make(chan struct{}), asks: make(chan struct{}, 64)}
 	a.mu.Lock()
 	a.cells[id] = c
 	a.mu.Unlock()
@@ -65,10 +73,24 @@ func (a *Agent) runCell(id uint64, req protocol.Cell) {
 	usage0, _ := a.cg.Usage()
 	start := time.Now()
 
-	err = k.send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: "c", Code: req.Code, Stdin: req.Stdin, HasStdin: req.HasStdin})
+	exe := kernelproto.Execute{Type: kernelproto.TExecute, Cell: cellID, Code: req.Code, Stdin: req.Stdin, HasStdin: req.HasStdin}
+	if in != nil {
+		exe.Stdin, exe.HasStdin, exe.StdinOpen = "", false, true
+	}
+	err = k.send(exe)
 	timer := time.AfterFunc(time.Duration(req.TimeoutMs)*time.Millisecond, func() { c.stop(protocol.CellTimeout) })
 	if err == nil {
+		ended := make(chan struct{})
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			c.serveStdin(in, ended)
+		}()
 		done = a.follow(id, c)
+		// Any answer the server is sending goes out before the next
+		// Execute, so that the kernel drops it between cells.
+		close(ended)
+		<-served
 	} else {
 		done = protocol.CellDone{Status: protocol.CellError, KernelLost: true, Reason: "cannot reach the kernel: " + err.Error()}
 	}
@@ -111,6 +133,11 @@ func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 				a.out.Send(id, protocol.TDisplay, json.RawMessage(line))
 			case kernelproto.TError:
 				a.out.Send(id, protocol.TCellError, json.RawMessage(line))
+			case kernelproto.TStdinRequest:
+				select {
+				case c.asks <- struct{}{}:
+				default: // more requests than a kernel that waits for answers makes
+				}
 			case kernelproto.TDone:
 				var d kernelproto.Done
 				json.Unmarshal(line, &d)
@@ -120,6 +147,33 @@ func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 			status, _ := c.stopping.Load().(string)
 			return protocol.CellDone{Status: status, KernelLost: true,
 				Reason: "the kernel did not stop the cell within " + stopGrace.String() + " and was restarted; its state is lost"}
+		}
+	}
+}
+
+// serveStdin answers the kernel's stdin requests for the running cell, one
+// at a time and in order, each once there is input, until ended is closed.
+// A cell without open stdin (in is nil) gets end of file at once.
+func (c *cellRun) serveStdin(in *stdinQueue, ended <-chan struct{}) {
+	for {
+		select {
+		case <-c.asks:
+		case <-ended:
+			return
+		}
+		ans := kernelproto.Stdin{Type: kernelproto.TStdin, Cell: cellID, EOF: true}
+		if in != nil {
+			p, eof, lost, ok := in.take(kernelproto.MaxStdinChunk, ended)
+			if !ok {
+				return
+			}
+			ans.Data, ans.EOF = p, eof
+			if lost {
+				ans.Error = stdinLost
+			}
+		}
+		if c.k.send(ans) != nil {
+			return
 		}
 	}
 }

@@ -25,7 +25,7 @@ const drainGrace = 100 * time.Millisecond
 type execution struct {
 	id       uint64
 	pid      int
-	stdin    chan protocol.Stdin
+	stdin    *stdinQueue // open stdin, or nil
 	output   atomic.Int64
 	limit    int64
 	canceled atomic.Bool
@@ -61,7 +61,17 @@ func (a *Agent) startExec(id uint64, req protocol.Exec) {
 		a.fail(id, protocol.ErrBusy, "an exec with this id is running")
 		return
 	}
-	go a.runExec(id, req)
+	var in *stdinQueue
+	if req.StdinOpen {
+		// Registered now, not when the process starts, so that input the
+		// service sends right behind the request is kept.
+		ok := false
+		if in, ok = a.openStdin(id, req.Stdin); !ok {
+			a.fail(id, protocol.ErrBusy, "a request with this id is running")
+			return
+		}
+	}
+	go a.runExec(id, req, in)
 }
 
 func validateExec(req protocol.Exec) string {
@@ -94,8 +104,11 @@ func isLocal(p string) bool {
 	return c != ".." && !strings.HasPrefix(c, "../")
 }
 
-func (a *Agent) runExec(id uint64, req protocol.Exec) {
-	x := &execution{id: id, stdin: make(chan protocol.Stdin, 16), limit: req.OutputBytes, scope: req.KillScope}
+func (a *Agent) runExec(id uint64, req protocol.Exec, in *stdinQueue) {
+	if in != nil {
+		defer a.closeStdin(id)
+	}
+	x := &execution{id: id, stdin: in, limit: req.OutputBytes, scope: req.KillScope}
 	for _, op := range req.Files {
 		if err := a.writeForExec(op); err != nil {
 			a.fail(id, errorCode(err), describe(op.Path, err))
@@ -133,7 +146,9 @@ func (a *Agent) runExec(id uint64, req protocol.Exec) {
 	}()
 	a.out.Send(id, protocol.TStarted, protocol.Started{Pid: s.pid})
 
-	go a.feedStdin(x, pipes.stdinW, req)
+	ended := make(chan struct{})
+	defer close(ended)
+	go a.feedStdin(x, pipes.stdinW, req, ended)
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go a.pump(x, pipes.stdoutR, protocol.TStdout, &readers)
@@ -207,29 +222,34 @@ func (a *Agent) pump(x *execution, r *os.File, typ string, wg *sync.WaitGroup) {
 	}
 }
 
-func (a *Agent) feedStdin(x *execution, w *os.File, req protocol.Exec) {
+// feedStdin writes the exec's stdin into its pipe: the request's, or for
+// open stdin what arrives until EOF or the exec ends.
+func (a *Agent) feedStdin(x *execution, w *os.File, req protocol.Exec, ended <-chan struct{}) {
 	defer w.Close()
-	if len(req.Stdin) > 0 {
-		if _, err := w.Write(req.Stdin); err != nil {
-			return
+	if x.stdin == nil {
+		if len(req.Stdin) > 0 {
+			w.Write(req.Stdin)
 		}
-	}
-	if !req.StdinOpen {
 		return
 	}
-	for in := range x.stdin {
-		if len(in.Data) > 0 {
-			if _, err := w.Write(in.Data); err != nil {
-				return
-			}
+	for {
+		p, eof, lost, ok := x.stdin.take(protocol.ChunkSize, ended)
+		if !ok {
+			return
 		}
-		if in.EOF {
+		if lost {
+			a.out.Send(x.id, protocol.TStderr, protocol.Data{Data: []byte("\n" + stdinLost + "\n")})
+		}
+		if eof {
+			return
+		}
+		if _, err := w.Write(p); err != nil {
 			return
 		}
 	}
 }
 
-// control handles stdin, signal and cancel messages for a running exec.
+// control handles signal and cancel messages for a running exec.
 func (a *Agent) control(m *protocol.Message) {
 	a.mu.Lock()
 	x := a.execs[m.ID]
@@ -248,15 +268,6 @@ func (a *Agent) control(m *protocol.Message) {
 		}
 		if sig := unix.SignalNum(s.Name); sig != 0 {
 			unix.Kill(-x.pid, sig)
-		}
-	case protocol.TStdin:
-		var in protocol.Stdin
-		if m.Decode(&in) != nil {
-			return
-		}
-		select {
-		case x.stdin <- in:
-		default: // the program is not reading; drop rather than block the connection
 		}
 	}
 }

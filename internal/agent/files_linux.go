@@ -14,8 +14,7 @@ import (
 
 // Bounds on file operations. The workspace's own size limit bounds the total.
 const (
-	maxReadBytes = 256 << 20 // one read request
-	maxListItems = 10000     // entries in one listing
+	maxListItems = 10000 // entries in one listing
 	maxPathBytes = 4096
 )
 
@@ -38,7 +37,11 @@ func (a *Agent) fileOp(id uint64, op protocol.FileOp) {
 	defer root.Close()
 	res, err := a.doFileOp(id, root, name, op)
 	if err != nil {
-		a.fail(id, errorCode(err), describe(op.Path, err))
+		label := op.Path
+		if op.Op == protocol.FileMove {
+			label += " -> " + op.To
+		}
+		a.fail(id, errorCode(err), describe(label, err))
 		return
 	}
 	a.out.Send(id, protocol.TOK, res)
@@ -94,6 +97,8 @@ func (a *Agent) doFileOp(id uint64, root *os.Root, name string, op protocol.File
 			return protocol.FileResult{}, err
 		}
 		return protocol.FileResult{}, a.chownNew(root, name)
+	case protocol.FileMove:
+		return protocol.FileResult{}, a.move(root, name, op)
 	}
 	return protocol.FileResult{}, errInvalid("unknown file operation " + op.Op)
 }
@@ -102,13 +107,8 @@ func (a *Agent) writeFile(root *os.Root, name string, op protocol.FileOp) (proto
 	if name == "." {
 		return protocol.FileResult{}, errInvalid("a file needs a name")
 	}
-	if dir := path.Dir(name); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return protocol.FileResult{}, err
-		}
-		if err := a.chownNew(root, dir); err != nil {
-			return protocol.FileResult{}, err
-		}
+	if err := a.makeParents(root, name); err != nil {
+		return protocol.FileResult{}, err
 	}
 	mode := fs.FileMode(op.Mode) & 0o777
 	if mode == 0 {
@@ -120,6 +120,13 @@ func (a *Agent) writeFile(root *os.Root, name string, op protocol.FileOp) (proto
 	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NONBLOCK
 	if op.Append {
 		flags |= os.O_APPEND
+	}
+	if op.Exclusive {
+		if op.Append {
+			return protocol.FileResult{}, errInvalid("a write cannot both append and be exclusive")
+		}
+		// O_EXCL also refuses a planted symlink, dangling or not.
+		flags |= os.O_EXCL
 	}
 	f, err := root.OpenFile(name, flags, mode)
 	if err != nil {
@@ -148,6 +155,69 @@ func (a *Agent) writeFile(root *os.Root, name string, op protocol.FileOp) (proto
 	return protocol.FileResult{Written: int64(n)}, nil
 }
 
+// move renames an entry inside the workspace. Both names resolve through
+// root, so neither can lead out of it; a symlink as the source is renamed
+// itself, never followed. The checks before the rename give clear
+// messages; the kernel still refuses what they miss (a directory moved
+// into itself by a path through a symlink: EINVAL).
+//
+// The target is looked up first: a directory is never replaced, anything
+// else only with Overwrite. User code running at
+// the same moment could create it in between and then lose it to the
+// rename; that stays inside the workspace, and the service's own requests
+// are serialised by a.files.
+func (a *Agent) move(root *os.Root, from string, op protocol.FileOp) error {
+	to, msg := cleanPath(op.To)
+	switch {
+	case msg != "":
+		return errInvalid("target " + msg)
+	case from == ".":
+		return errInvalid("the workspace itself cannot be moved")
+	case to == ".":
+		return errInvalid("the workspace itself cannot be a move's target")
+	case to == from:
+		return errInvalid("source and target are the same")
+	case strings.HasPrefix(to, from+"/"):
+		return errInvalid("a directory cannot be moved into itself")
+	}
+	if _, err := root.Lstat(from); err != nil {
+		return err
+	}
+	switch fi, err := root.Lstat(to); {
+	case err == nil && fi.IsDir():
+		// os.Root.Rename never replaces a directory, and neither does a
+		// move: a whole tree is not lost to a flag.
+		return &codedError{protocol.ErrIsDir, "target is a directory, which a move never replaces"}
+	case err == nil && !op.Overwrite:
+		return errExists("target exists")
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if err := a.makeParents(root, to); err != nil {
+		return err
+	}
+	return root.Rename(from, to)
+}
+
+// makeParents creates the directories above name and gives them to the
+// user.
+func (a *Agent) makeParents(root *os.Root, name string) error {
+	dir := path.Dir(name)
+	if dir == "." {
+		return nil
+	}
+	err := root.MkdirAll(dir, 0o755)
+	if errors.Is(err, fs.ErrExist) {
+		// MkdirAll found something that is not a directory where the last
+		// parent should be; "exists" would mislead.
+		return &codedError{protocol.ErrNotDir, path.Base(dir) + " is not a directory"}
+	}
+	if err != nil {
+		return err
+	}
+	return a.chownNew(root, dir)
+}
+
 // chownNew gives dir and its parents inside the workspace to the user, so
 // that user code can write in directories the service created.
 func (a *Agent) chownNew(root *os.Root, dir string) error {
@@ -162,8 +232,8 @@ func (a *Agent) chownNew(root *os.Root, dir string) error {
 
 func (a *Agent) readFile(id uint64, root *os.Root, name string, op protocol.FileOp) error {
 	limit := op.Limit
-	if limit <= 0 || limit > maxReadBytes {
-		limit = maxReadBytes
+	if limit <= 0 || limit > protocol.MaxRead {
+		limit = protocol.MaxRead
 	}
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -201,7 +271,7 @@ func (a *Agent) readFile(id uint64, root *os.Root, name string, op protocol.File
 func listDir(root *os.Root, name string) (protocol.FileResult, error) {
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
 	if errors.Is(err, syscall.ENOTDIR) {
-		return protocol.FileResult{}, errInvalid("not a directory")
+		return protocol.FileResult{}, &codedError{protocol.ErrNotDir, "not a directory"}
 	}
 	if err != nil {
 		return protocol.FileResult{}, err
@@ -279,17 +349,39 @@ type codedError struct{ code, msg string }
 func (e *codedError) Error() string { return e.msg }
 func errInvalid(msg string) error   { return &codedError{protocol.ErrInvalid, msg} }
 func errTooLarge(msg string) error  { return &codedError{protocol.ErrTooLarge, msg} }
+func errExists(msg string) error    { return &codedError{protocol.ErrExists, msg} }
+
+// errnoCodes classes the errnos a file operation can meet, so that the
+// service can answer "not found" or "conflict" or "full" rather than
+// "internal". The table is the contract; protocol lists the codes.
+var errnoCodes = map[syscall.Errno]string{
+	syscall.ENOENT:       protocol.ErrNotFound,
+	syscall.EEXIST:       protocol.ErrExists,
+	syscall.ENOTEMPTY:    protocol.ErrNotEmpty,
+	syscall.ENOTDIR:      protocol.ErrNotDir,
+	syscall.EISDIR:       protocol.ErrIsDir,
+	syscall.ENOSPC:       protocol.ErrNoSpace,
+	syscall.EDQUOT:       protocol.ErrNoSpace,
+	syscall.EFBIG:        protocol.ErrTooLarge,
+	syscall.ENAMETOOLONG: protocol.ErrInvalid,
+	syscall.ELOOP:        protocol.ErrInvalid,
+	syscall.EINVAL:       protocol.ErrInvalid, // rename of a directory into itself, by a path the string check missed
+}
 
 func errorCode(err error) string {
 	var ce *codedError
+	var errno syscall.Errno
 	switch {
 	case errors.As(err, &ce):
 		return ce.code
+	case errors.As(err, &errno) && errnoCodes[errno] != "":
+		return errnoCodes[errno]
 	case errors.Is(err, fs.ErrNotExist):
 		return protocol.ErrNotFound
 	case errors.Is(err, fs.ErrExist):
 		return protocol.ErrExists
 	case strings.Contains(err.Error(), "path escapes"):
+		// os.Root's error for a name that leads out; it has no exported value.
 		return protocol.ErrInvalid
 	}
 	return protocol.ErrInternal
@@ -300,11 +392,14 @@ func errorCode(err error) string {
 func describe(p string, err error) string {
 	var ce *codedError
 	var pe *fs.PathError
+	var le *os.LinkError
 	switch {
 	case errors.As(err, &ce):
 		return p + ": " + ce.msg
 	case errors.As(err, &pe):
 		return p + ": " + pe.Err.Error()
+	case errors.As(err, &le):
+		return p + ": " + le.Err.Error()
 	}
 	return p + ": " + err.Error()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/kiln-dev/kiln/internal/kernelproto"
 	"github.com/kiln-dev/kiln/internal/protocol"
@@ -21,11 +22,34 @@ type CellEvents struct {
 // Cell runs a cell in a kernel and returns how it ended. Cancelling ctx
 // interrupts the cell; a kernel that does not stop in time is killed.
 func (c *Client) Cell(ctx context.Context, req protocol.Cell, ev CellEvents) (protocol.CellDone, error) {
+	return c.cell(ctx, req, nil, ev)
+}
+
+// CellStdin runs a cell as Cell does, with open stdin read from in while
+// the cell runs (req.StdinOpen is set). in is read on a goroutine of its
+// own, in chunks sent as they come; its end (io.EOF, or any other error)
+// closes the cell's stdin. The kernel takes the input as the cell's code
+// reads it, and what the cell has not read when it ends is dropped. When
+// the cell ends, forwarding stops: a Read still blocked then is left to
+// return whenever it does, and its data is dropped, so in never delays the
+// end of the cell. Input the cell has not asked for yet waits in the
+// agent, up to protocol.MaxPendingStdin bytes.
+func (c *Client) CellStdin(ctx context.Context, req protocol.Cell, in io.Reader, ev CellEvents) (protocol.CellDone, error) {
+	req.StdinOpen = true
+	return c.cell(ctx, req, in, ev)
+}
+
+func (c *Client) cell(ctx context.Context, req protocol.Cell, in io.Reader, ev CellEvents) (protocol.CellDone, error) {
 	id, ch, err := c.request(protocol.TCell, req)
 	if err != nil {
 		return protocol.CellDone{}, err
 	}
 	defer c.forget(id)
+	if in != nil {
+		ended := make(chan struct{})
+		defer close(ended)
+		go c.feedStdin(id, in, ended)
+	}
 	c.cellsMu.Lock()
 	c.cells[id] = true
 	c.cellsMu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -163,5 +164,89 @@ func TestAbandonedRequestDoesNotBlock(t *testing.T) {
 	defer pcancel()
 	if err := c.Ping(pctx); err != nil {
 		t.Errorf("Ping after an abandoned flood = %v", err)
+	}
+}
+
+// TestCellStdin: a cell's stdin stream goes to the agent under the cell's
+// id, in order, then EOF; a reader that blocks does not delay the cell's
+// end, and nothing is sent for it once the cell is over.
+func TestCellStdin(t *testing.T) {
+	type stdinMsg struct {
+		id   uint64
+		body protocol.Stdin
+	}
+	stdins := make(chan stdinMsg, 16)
+	cells := make(chan uint64, 2)
+	release := make(chan uint64, 2)
+	c := fakeAgent(t, protocol.Version, func(w *protocol.Writer, m *protocol.Message) {
+		switch m.Type {
+		case protocol.TCell:
+			var req protocol.Cell
+			m.Decode(&req)
+			if !req.StdinOpen {
+				w.Send(m.ID, protocol.TError, protocol.Error{Code: protocol.ErrInvalid, Message: "stdin not open"})
+				return
+			}
+			cells <- m.ID
+			<-release
+			w.Send(m.ID, protocol.TCellDone, protocol.CellDone{Status: protocol.CellOK})
+		case protocol.TStdin:
+			var in protocol.Stdin
+			m.Decode(&in)
+			stdins <- stdinMsg{m.ID, in}
+		}
+	})
+
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.CellStdin(context.Background(), protocol.Cell{Code: "x"}, pr, CellEvents{})
+		done <- err
+	}()
+	id := <-cells
+	pw.Write([]byte("one\n"))
+	pw.Write([]byte("two\n"))
+	pw.Close()
+	var got []byte
+	for eof := false; !eof; {
+		select {
+		case m := <-stdins:
+			if m.id != id {
+				t.Fatalf("stdin for request %d, want the cell's %d", m.id, id)
+			}
+			got = append(got, m.body.Data...)
+			eof = m.body.EOF
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no EOF after %q", got)
+		}
+	}
+	if string(got) != "one\ntwo\n" {
+		t.Errorf("stdin sent %q, want %q", got, "one\ntwo\n")
+	}
+	release <- id
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// A reader that has not returned when the cell ends.
+	pr, pw = io.Pipe()
+	go func() {
+		_, err := c.CellStdin(context.Background(), protocol.Cell{Code: "y"}, pr, CellEvents{})
+		done <- err
+	}()
+	release <- <-cells
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("CellStdin waited for its reader after the cell ended")
+	}
+	go pw.Write([]byte("too late\n"))
+	select {
+	case m := <-stdins:
+		t.Errorf("stdin sent after the cell ended: %+v", m)
+	case <-time.After(200 * time.Millisecond):
 	}
 }

@@ -17,11 +17,34 @@ const cancelGrace = 5 * time.Second
 // Cancelling ctx kills the process tree; the exit info then says Canceled.
 // A nil error means the process ran and ended; how it ended is in the info.
 func (c *Client) Exec(ctx context.Context, req protocol.Exec, stdout, stderr io.Writer) (protocol.ExitInfo, error) {
+	return c.exec(ctx, req, nil, stdout, stderr)
+}
+
+// ExecStdin runs req as Exec does, with stdin read from in while the
+// process runs (req.StdinOpen is set; req.Stdin, if any, comes first). in
+// is read on a goroutine of its own, in chunks written to the process's
+// stdin as they come; its end (io.EOF, or any other error) closes that
+// stdin. When the process ends, forwarding stops: a Read still blocked then
+// is left to return whenever it does, and its data is dropped, so in never
+// delays the end of the exec. Input the process has not read yet waits in
+// the agent, up to protocol.MaxPendingStdin bytes; past that the process
+// gets end of file and a note on stderr.
+func (c *Client) ExecStdin(ctx context.Context, req protocol.Exec, in io.Reader, stdout, stderr io.Writer) (protocol.ExitInfo, error) {
+	req.StdinOpen = true
+	return c.exec(ctx, req, in, stdout, stderr)
+}
+
+func (c *Client) exec(ctx context.Context, req protocol.Exec, in io.Reader, stdout, stderr io.Writer) (protocol.ExitInfo, error) {
 	id, ch, err := c.request(protocol.TExec, req)
 	if err != nil {
 		return protocol.ExitInfo{}, err
 	}
 	defer c.forget(id)
+	if in != nil {
+		ended := make(chan struct{})
+		defer close(ended)
+		go c.feedStdin(id, in, ended)
+	}
 	var info protocol.ExitInfo
 	err = c.follow(ctx, id, ch, func(m *protocol.Message) (done bool, err error) {
 		done, info, err = handleExecEvent(m, stdout, stderr)
@@ -84,8 +107,39 @@ func handleExecEvent(m *protocol.Message, stdout, stderr io.Writer) (bool, proto
 	return false, info, nil
 }
 
-// SendStdin writes more input to a running exec. It is not used by Exec,
-// which takes all of its stdin up front; streaming callers use it.
+// SendStdin sends more input to the running exec or cell of request id,
+// one started with open stdin (protocol.Exec.StdinOpen,
+// protocol.Cell.StdinOpen); eof closes its stdin. ExecStdin and CellStdin
+// use it; it is safe to call concurrently with everything else.
 func (c *Client) SendStdin(id uint64, data []byte, eof bool) error {
 	return c.out.Send(id, protocol.TStdin, protocol.Stdin{Data: data, EOF: eof})
+}
+
+// stdinChunk is how much of a stdin stream one TStdin message carries at
+// most; an interactive reader returns much less, a line at a time.
+const stdinChunk = 64 << 10
+
+// feedStdin sends what in returns to request id until in ends (then EOF)
+// or ended is closed. It never waits for ended: a Read that blocks past
+// the end of the request only keeps this goroutine, which then sends
+// nothing.
+func (c *Client) feedStdin(id uint64, in io.Reader, ended <-chan struct{}) {
+	buf := make([]byte, stdinChunk)
+	for {
+		n, err := in.Read(buf)
+		select {
+		case <-ended:
+			return
+		default:
+		}
+		if n > 0 {
+			if c.SendStdin(id, buf[:n], false) != nil {
+				return
+			}
+		}
+		if err != nil {
+			c.SendStdin(id, nil, true)
+			return
+		}
+	}
 }

@@ -12,6 +12,12 @@ import (
 // result model (rich outputs, errors, artifacts); Run is the faster path
 // for script languages that need none of that.
 func (e *Engine) RunCell(ctx context.Context, r Run, ev Events) (kiln.CellResult, error) {
+	return e.RunCellThen(ctx, r, ev, nil)
+}
+
+// RunCellThen is RunCell that calls then, when not nil, with the session
+// and the result before the sandbox goes: to copy out the artifacts.
+func (e *Engine) RunCellThen(ctx context.Context, r Run, ev Events, then func(*Session, kiln.CellResult) error) (kiln.CellResult, error) {
 	l, err := lang.Lookup(r.Language)
 	if err != nil {
 		return kiln.CellResult{}, err
@@ -39,5 +45,9 @@ func (e *Engine) RunCell(ctx context.Context, r Run, ev Events) (kiln.CellResult
 		}
 	}
 	stdin := string(r.Stdin)
-	return s.Run(ctx, Cell{Language: l.Name, Code: r.Code, Stdin: &stdin, Args: r.Args}, ev)
+	res, err := s.Run(ctx, Cell{Language: l.Name, Code: r.Code, Stdin: &stdin, Args: r.Args}, ev)
+	if err == nil && then != nil {
+		err = then(s, res)
+	}
+	return res, err
 }

@@ -35,7 +35,9 @@ func (s *Session) runProgram(ctx context.Context, l *lang.Language, c Cell, ev E
 		MemoryBytes: s.lim.MemoryBytes,
 		CPUMillis:   s.lim.CPUMillis,
 	}
-	if c.Stdin != nil {
+	if c.StdinStream != nil {
+		p.StdinStream = c.StdinStream
+	} else if c.Stdin != nil {
 		p.Stdin = []byte(*c.Stdin)
 	}
 	a := s.sb.Agent
@@ -145,7 +147,14 @@ func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 // own process group and session, never the session's kernels.
 type groupExecer struct{ *agentclient.Client }
 
+var _ programs.StdinExecer = groupExecer{}
+
 func (g groupExecer) Exec(ctx context.Context, req protocol.Exec, stdout, stderr io.Writer) (protocol.ExitInfo, error) {
 	req.KillScope = protocol.KillGroup
 	return g.Client.Exec(ctx, req, stdout, stderr)
+}
+
+func (g groupExecer) ExecStdin(ctx context.Context, req protocol.Exec, in io.Reader, stdout, stderr io.Writer) (protocol.ExitInfo, error) {
+	req.KillScope = protocol.KillGroup
+	return g.Client.ExecStdin(ctx, req, in, stdout, stderr)
 }

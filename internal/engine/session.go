@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -79,9 +80,19 @@ func (e *Engine) NewSession(ctx context.Context, spec SessionSpec) (*Session, er
 type Cell struct {
 	Language string
 	Code     string
-	Stdin    *string       // nil: reading stdin fails at once with a clear error
-	Timeout  time.Duration // 0: the session's limit
-	Args     []string      // program languages: the program's arguments
+	Stdin    *string // nil: reading stdin fails at once with a clear error
+	// StdinStream, when set, is the cell's stdin, read from as the code asks
+	// for input (a Python input() waits for it); io.EOF, or any other
+	// error, closes the cell's stdin. Stdin is ignored then. It is read in
+	// chunks on a goroutine of its own, only while the cell runs; a Read
+	// still blocked when the cell ends is abandoned (what it returns later
+	// is dropped), so it never delays the end of the cell. Input sent
+	// before the code reads waits in the sandbox, up to 16 MiB. Program
+	// cells feed it to the program's run, never to its build. The Node.js
+	// kernel serves it on process.stdin; SQL cells never read stdin.
+	StdinStream io.Reader
+	Timeout     time.Duration // 0: the session's limit
+	Args        []string      // program languages: the program's arguments
 }
 
 // Events receive a cell's output as it happens; any may be nil. They are
@@ -156,12 +167,12 @@ func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Even
 		TimeoutMs:   timeout.Milliseconds(),
 		OutputBytes: s.lim.OutputBytes,
 	}
-	if c.Stdin != nil {
+	if c.Stdin != nil && c.StdinStream == nil {
 		req.Stdin, req.HasStdin = *c.Stdin, true
 	}
 	res := kiln.CellResult{Language: l.Name, Outputs: []kiln.Output{}, Artifacts: []kiln.Artifact{}}
 	var stdout, stderr strings.Builder
-	done, err := s.sb.Agent.Cell(ctx, req, agentclient.CellEvents{
+	events := agentclient.CellEvents{
 		Stdout: func(p []byte) {
 			stdout.Write(p)
 			if ev.Stdout != nil {
@@ -184,7 +195,14 @@ func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Even
 		Error: func(e kernelproto.Error) {
 			res.Error = &kiln.CellError{Name: e.Name, Message: e.Message, Traceback: e.Traceback, Line: e.Line}
 		},
-	})
+	}
+	var done protocol.CellDone
+	var err error
+	if c.StdinStream != nil {
+		done, err = s.sb.Agent.CellStdin(ctx, req, c.StdinStream, events)
+	} else {
+		done, err = s.sb.Agent.Cell(ctx, req, events)
+	}
 	if err != nil {
 		var re *agentclient.RemoteError
 		if errors.As(err, &re) && re.Code == protocol.ErrBusy {

@@ -5,8 +5,8 @@
 // unix stream socket to the agent. Over it both sides send newline-delimited
 // JSON objects, one message per line, each at most MaxLine bytes. The
 // kernel's own stdout and stderr (fds 1 and 2) are pipes the agent reads and
-// attributes to the cell that is running; its stdin is empty. A kernel runs
-// one cell at a time.
+// attributes to the cell that is running; its stdin (fd 0) is empty. A
+// kernel runs one cell at a time.
 //
 // The kernel speaks first, with Ready. Then:
 //
@@ -24,6 +24,38 @@
 //
 // Binary display data (image/png) is base64 text, as in Jupyter's
 // protocol; JSON data (application/json) is embedded as JSON.
+//
+// # Stdin
+//
+// A cell's stdin is one of three things, chosen by its Execute:
+//
+//   - none (the default): reading stdin fails at once with a clear error;
+//   - fixed (HasStdin): reads return Execute.Stdin, then end of file;
+//   - open (StdinOpen): input arrives while the cell runs, pulled by the
+//     kernel when user code reads.
+//
+// Open stdin is a pull: when user code reads and the kernel has nothing
+// buffered, the kernel sends StdinRequest and waits for the agent's Stdin
+// answer, which comes once there is input (or end of file) for the cell:
+//
+//	kernel → agent   {"type":"stdin_request","cell":"c1"}
+//	agent → kernel   {"type":"stdin","cell":"c1","data":"YWRhCg=="}
+//	kernel → agent   {"type":"stdin_request","cell":"c1"}
+//	agent → kernel   {"type":"stdin","cell":"c1","eof":true}
+//
+// The agent answers requests one at a time and in order, each with at most
+// MaxStdinChunk bytes. A request carries no prompt: a kernel writes the
+// prompt to its stdout and flushes it before asking (Python's input()
+// does), so the client sees it in the cell's output, in order, before it
+// is expected to type. Input that the service sends before the kernel asks
+// waits in the agent, bounded; past the bound the answer carries Error and
+// the kernel makes the read fail with it. The wait is interruptible: SIGINT
+// stops the cell as it would any other wait, and the kernel keeps its
+// state. An answer that arrives after its cell ended (the cell stopped
+// while the answer was on the way) comes before the next Execute; kernels
+// drop Stdin messages outside a cell. A kernel that pulls ahead of user code
+// (bash feeds a pipe) sends its next request only when it has passed on the
+// last answer.
 package kernelproto
 
 import "encoding/json"
@@ -39,6 +71,7 @@ const (
 	TExecute  = "execute"  // Execute
 	TComplete = "complete" // Complete
 	TCheck    = "check"    // Check
+	TStdin    = "stdin"    // Stdin: the answer to a StdinRequest
 )
 
 // Message types, kernel to agent.
@@ -50,7 +83,11 @@ const (
 	TDone          = "done"           // Done: the cell is over
 	TCompletion    = "completion"     // Completion: answer to Complete
 	TCheckResult   = "check_result"   // CheckResult: answer to Check
+	TStdinRequest  = "stdin_request"  // StdinRequest: the running cell reads open stdin
 )
+
+// MaxStdinChunk bounds the data of one Stdin answer.
+const MaxStdinChunk = 1 << 20
 
 // Envelope is what every message has; decode it first, then the whole line
 // into the type it names.
@@ -72,10 +109,32 @@ type Execute struct {
 	Cell string `json:"cell"`
 	Code string `json:"code"`
 	// Stdin is what the cell's reads from standard input (input(),
-	// sys.stdin, readline) return. When HasStdin is false, reading stdin in
-	// the cell fails at once with a clear error instead of blocking.
+	// sys.stdin, readline) return. When HasStdin and StdinOpen are false,
+	// reading stdin in the cell fails at once with a clear error instead of
+	// blocking.
 	Stdin    string `json:"stdin,omitempty"`
 	HasStdin bool   `json:"has_stdin,omitempty"`
+	// StdinOpen says the cell's stdin arrives while it runs: reads send
+	// StdinRequest (see the package doc). Stdin and HasStdin are unused then.
+	StdinOpen bool `json:"stdin_open,omitempty"`
+}
+
+// StdinRequest asks for more of the running cell's open stdin.
+type StdinRequest struct {
+	Type string `json:"type"`
+	Cell string `json:"cell"`
+}
+
+// Stdin answers a StdinRequest with at least one byte of Data, or EOF
+// (stdin is closed: reads return end of file from now on), or Error (input
+// was lost: the read fails with this message, and stdin is closed). Data
+// is base64 in JSON, so any bytes pass.
+type Stdin struct {
+	Type  string `json:"type"`
+	Cell  string `json:"cell"`
+	Data  []byte `json:"data,omitempty"`
+	EOF   bool   `json:"eof,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // Display is a rich output: a MIME bundle keyed by MIME type. Kernels send

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/kernelproto"
+	"github.com/kiln-dev/kiln/internal/kernels/kerneltest"
 )
 
 // shellCell is a cell started with begin and collected with end, so that a
@@ -17,6 +18,7 @@ type shellCell struct {
 	k                  *localKernel
 	id                 string
 	outStart, errStart int
+	in                 *kerneltest.Stdin // open stdin, or nil
 }
 
 type shellResult struct {
@@ -27,10 +29,20 @@ type shellResult struct {
 
 func begin(k *localKernel, req kernelproto.Execute) *shellCell {
 	k.T.Helper()
+	return beginInput(k, req, nil)
+}
+
+// beginInput starts a cell whose open stdin in serves.
+func beginInput(k *localKernel, req kernelproto.Execute, in *kerneltest.Stdin) *shellCell {
+	k.T.Helper()
 	req.Type, req.Cell = kernelproto.TExecute, k.CellID()
+	req.StdinOpen = in != nil
 	k.Mu.Lock()
-	c := &shellCell{k: k, id: req.Cell, outStart: k.Stdout.Len(), errStart: k.Stderr.Len()}
+	c := &shellCell{k: k, id: req.Cell, outStart: k.Stdout.Len(), errStart: k.Stderr.Len(), in: in}
 	k.Mu.Unlock()
+	if in != nil {
+		in.Start(k, req.Cell)
+	}
 	k.Send(req)
 	return c
 }
@@ -62,6 +74,9 @@ func (c *shellCell) end(timeout time.Duration) shellResult {
 		if env.Cell != c.id {
 			k.T.Fatalf("message for cell %q while %q runs: %s", env.Cell, c.id, line)
 		}
+		if c.in != nil && c.in.Handle(env) {
+			continue
+		}
 		switch env.Type {
 		case kernelproto.TDisplay, kernelproto.TExecuteResult:
 			var d kernelproto.Display
@@ -75,6 +90,9 @@ func (c *shellCell) end(timeout time.Duration) shellResult {
 			var d kernelproto.Done
 			mustUnmarshal(k.T, line, &d)
 			res.Status, res.ExitCode = d.Status, d.ExitCode
+			if c.in != nil {
+				c.in.Stop()
+			}
 			k.Drain()
 			k.Mu.Lock()
 			res.Stdout = k.Stdout.String()[c.outStart:]

@@ -16,7 +16,12 @@ import _ "embed"
 //     plt.show() and at the end of the cell, then closed.
 //   - Top-level await runs on one asyncio loop kept for the kernel's life.
 //   - Without stdin, reading it raises EOFError("kiln: this cell has no
-//     stdin; send stdin with the cell to use input()") at once.
+//     stdin; send stdin with the cell to use input()") at once. With open
+//     stdin, sys.stdin (input(), readline, read, sys.stdin.buffer) asks
+//     the agent when it has nothing buffered, after flushing stdout and
+//     stderr so that input()'s prompt is out first; end of file is
+//     EOFError in input(), as in Python. Only the running cell's stdin
+//     asks: a thread left over from an earlier cell reads end of file.
 //   - An interrupted cell sends an Error named KeyboardInterrupt, whose
 //     traceback shows where the cell stopped, then Done "interrupted".
 //     SIGINT while idle is ignored.

@@ -35,6 +35,14 @@ type Execer interface {
 	Delete(ctx context.Context, path string, recursive bool) error
 }
 
+// StdinExecer is an Execer that can also run a process whose stdin is read
+// from a stream while it runs, as agentclient.Client.ExecStdin does (see
+// there for when in is read). Run needs one for a Program with a
+// StdinStream.
+type StdinExecer interface {
+	ExecStdin(ctx context.Context, req protocol.Exec, in io.Reader, stdout, stderr io.Writer) (protocol.ExitInfo, error)
+}
+
 // Workspace is where programs see the workspace inside a sandbox.
 const Workspace = "/workspace"
 
@@ -53,6 +61,10 @@ type Program struct {
 	Entry string
 	Args  []string
 	Stdin []byte
+	// StdinStream, when set, is the run's stdin, read as the program runs
+	// (never by the build); its end closes the program's stdin. Stdin is
+	// not used then. The Execer must be a StdinExecer.
+	StdinStream io.Reader
 
 	// Per phase: the compilation and the run each get this much.
 	Timeout     time.Duration // default kiln's default timeout
@@ -99,7 +111,7 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 		return Result{}, err
 	}
 	p = withDefaults(p, l, tc)
-	if err := validate(p, tc); err != nil {
+	if err := validate(ex, p, tc); err != nil {
 		return Result{}, err
 	}
 	root := Workspace
@@ -131,14 +143,21 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 	}
 
 	run := tc.run(j)
-	info, err := ex.Exec(ctx, protocol.Exec{
+	req := protocol.Exec{
 		Argv:        append(run.argv, p.Args...),
 		Env:         run.env,
 		Dir:         j.execDir(),
 		Stdin:       p.Stdin,
 		TimeoutMs:   p.Timeout.Milliseconds(),
 		OutputBytes: p.OutputBytes,
-	}, stdout, stderr)
+	}
+	var info protocol.ExitInfo
+	if p.StdinStream != nil {
+		req.Stdin = nil
+		info, err = ex.(StdinExecer).ExecStdin(ctx, req, p.StdinStream, stdout, stderr)
+	} else {
+		info, err = ex.Exec(ctx, req, stdout, stderr)
+	}
 	if err != nil {
 		return Result{}, sandboxErr(ctx, err, "run %s", p.Entry)
 	}
@@ -326,7 +345,10 @@ func withDefaults(p Program, l *lang.Language, tc *toolchain) Program {
 	return p
 }
 
-func validate(p Program, tc *toolchain) error {
+func validate(ex Execer, p Program, tc *toolchain) error {
+	if _, ok := ex.(StdinExecer); p.StdinStream != nil && !ok {
+		return kiln.Errorf(kiln.Unsupported, "this runner cannot stream stdin to a program")
+	}
 	if !local(p.Entry) {
 		return kiln.Errorf(kiln.Invalid, "the entry %q must be a path inside the workspace", p.Entry)
 	}

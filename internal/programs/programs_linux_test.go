@@ -31,7 +31,10 @@ func TestMain(m *testing.M) {
 }
 
 // The sandbox's agent is what Run gets in production.
-var _ Execer = (*agentclient.Client)(nil)
+var (
+	_ Execer      = (*agentclient.Client)(nil)
+	_ StdinExecer = (*agentclient.Client)(nil)
+)
 
 func newBackend(t testing.TB) *native.Backend {
 	t.Helper()
@@ -345,6 +348,23 @@ func TestInvalid(t *testing.T) {
 		if kiln.KindOf(err) != kiln.Invalid {
 			t.Errorf("Run(%+v) = %v, want an invalid error", p, err)
 		}
+	}
+}
+
+// TestStdinStream: a program's run reads StdinStream as it comes; its
+// build does not. A runner that cannot stream stdin says so.
+func TestStdinStream(t *testing.T) {
+	needLanguage(t, "c")
+	src := []byte("#include <stdio.h>\nint main(void) { char l[64]; while (fgets(l, sizeof l, stdin)) printf(\"[%s]\", l); return 0; }\n")
+	p := Program{Language: "c", Files: []File{{Path: "main.c", Data: src}}, Timeout: time.Minute}
+	p.StdinStream = strings.NewReader("one\ntwo\n")
+	if _, err := Run(context.Background(), newHost(t), p, io.Discard, io.Discard); kiln.KindOf(err) != kiln.Unsupported {
+		t.Errorf("StdinStream on a runner without ExecStdin: %v, want an unsupported error", err)
+	}
+	sb := newSandbox(t, newBackend(t), native.Spec{})
+	o := run(t, sb.Agent, p)
+	if o.res.Phase != PhaseRun || o.res.Exit.Code != 0 || o.stdout != "[one\n][two\n]" {
+		t.Errorf("got %v\nwant stdout %q", o, "[one\n][two\n]")
 	}
 }
 

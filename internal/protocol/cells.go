@@ -3,7 +3,9 @@ package protocol
 import "encoding/json"
 
 // Cells run in REPL kernels that live as long as the sandbox (or until
-// restarted). One cell runs at a time per kernel.
+// restarted). One cell runs at a time per kernel. A cell started with
+// StdinOpen takes TStdin messages (body Stdin, the cell's id) as an exec
+// does; see Cell.
 const (
 	TCell     = "cell"     // body Cell; events: stdout, stderr, display, cell_error, cell_done | error
 	TRestart  = "restart"  // body Restart; answered ok once the kernel(s) are gone
@@ -26,14 +28,28 @@ type Kernel struct {
 // Cell runs code in a kernel. Signal (SIGINT) with the cell's id
 // interrupts it; Cancel interrupts it and, if it does not stop within a
 // grace period, kills the kernel.
+//
+// Stdin: with neither HasStdin nor StdinOpen, reading stdin fails at once.
+// HasStdin gives the cell Stdin and then end of file. StdinOpen says more
+// input follows in TStdin messages with the cell's id, after Stdin if any,
+// until one says EOF; the kernel asks for it as the cell's code reads
+// (kernelproto's pull). Input the cell has not asked for yet waits in the
+// agent, up to MaxPendingStdin bytes; past that it is dropped, and the
+// cell's next read past what was kept fails with an error that says so.
 type Cell struct {
 	Kernel      Kernel `json:"kernel"`
 	Code        string `json:"code"`
 	Stdin       string `json:"stdin,omitempty"`
 	HasStdin    bool   `json:"has_stdin,omitempty"`
+	StdinOpen   bool   `json:"stdin_open,omitempty"`
 	TimeoutMs   int64  `json:"timeout_ms"`
 	OutputBytes int64  `json:"output_bytes"`
 }
+
+// MaxPendingStdin bounds the input a running exec or cell with open stdin
+// has been sent but not read yet. An exec whose input overflows gets end of
+// file after what was kept, and a note on its stderr.
+const MaxPendingStdin = 16 << 20
 
 // Restart kills the kernel of Language, or every kernel if it is empty.
 // The workspace is kept; the next cell starts a fresh kernel.

@@ -96,13 +96,18 @@ type ExitInfo struct {
 
 // File operations.
 const (
-	FileWrite  = "write"  // Path, Data, Mode, Append; creates parents
-	FileRead   = "read"   // Path, Offset, Limit; answered with data chunks
+	FileWrite  = "write"  // Path, Data, Mode, Append or Exclusive; creates parents
+	FileRead   = "read"   // Path, Offset, Limit (at most MaxRead); answered with data chunks
 	FileList   = "list"   // Path
 	FileStat   = "stat"   // Path
 	FileDelete = "delete" // Path, Recursive
 	FileMkdir  = "mkdir"  // Path (parents too)
+	FileMove   = "move"   // Path to To, Overwrite; creates To's parents
 )
+
+// MaxRead is the most one read answers; larger files are read on from an
+// Offset.
+const MaxRead = 256 << 20
 
 // FileOp is one file operation inside the workspace. Path is relative to the
 // workspace root and may not leave it.
@@ -115,6 +120,13 @@ type FileOp struct {
 	Offset    int64  `json:"offset,omitempty"`
 	Limit     int64  `json:"limit,omitempty"`
 	Recursive bool   `json:"recursive,omitempty"`
+	// Exclusive makes a write create the file or fail with ErrExists,
+	// never replace one (O_EXCL). Not with Append.
+	Exclusive bool `json:"exclusive,omitempty"`
+	// To is a move's target, resolved like Path. Without Overwrite an
+	// existing target fails with ErrExists.
+	To        string `json:"to,omitempty"`
+	Overwrite bool   `json:"overwrite,omitempty"`
 }
 
 // FileInfo describes one workspace entry.
@@ -139,12 +151,17 @@ type Error struct {
 	Message string `json:"message"`
 }
 
-// Error codes.
+// Error codes. They are stable: the service maps them to its own error
+// kinds. A file operation's code comes from the errno where there is one.
 const (
-	ErrInvalid  = "invalid"
-	ErrNotFound = "not_found"
-	ErrExists   = "exists"
-	ErrTooLarge = "too_large"
+	ErrInvalid  = "invalid"   // a bad request or path (also ENAMETOOLONG, ELOOP, EINVAL)
+	ErrNotFound = "not_found" // ENOENT
+	ErrExists   = "exists"    // EEXIST: an exclusive write or a move without overwrite
+	ErrTooLarge = "too_large" // over a bound of the agent's, or EFBIG
 	ErrBusy     = "busy"
 	ErrInternal = "internal"
+	ErrNotDir   = "not_dir"   // ENOTDIR: a path's parent, or a listed path, is not a directory
+	ErrIsDir    = "is_dir"    // EISDIR: a directory where a file was needed
+	ErrNotEmpty = "not_empty" // ENOTEMPTY: a directory that had to be empty is not
+	ErrNoSpace  = "no_space"  // ENOSPC or EDQUOT: the workspace is full (bytes or inodes)
 )

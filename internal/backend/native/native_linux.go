@@ -120,6 +120,11 @@ func (b *Backend) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error)
 	if err := validHostname(spec.Hostname); err != nil {
 		return nil, err
 	}
+	if spec.HostDir != "" {
+		if err := checkHostDir(spec.HostDir); err != nil {
+			return nil, err
+		}
+	}
 	s := &Sandbox{ID: newID(), b: b}
 	defer func() {
 		if err != nil {
@@ -130,6 +135,12 @@ func (b *Backend) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error)
 		return nil, kiln.Wrap(kiln.Unavailable, err, "no sandbox slot is free")
 	}
 	s.HostUID = b.hostUID(s.slot)
+	if spec.HostDir != "" {
+		uid := int(s.HostUID) + UserUID
+		if err := chownTree(spec.HostDir, uid, uid); err != nil {
+			return nil, kiln.Wrap(kiln.SandboxError, err, "cannot give the workspace directory to the sandbox's user")
+		}
+	}
 	if s.live, err = b.markLive(s.ID); err != nil {
 		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot register the sandbox")
 	}

@@ -13,7 +13,10 @@ type Spec struct {
 	Limits   kiln.Limits // zero fields take defaults
 	Env      []string    // extra KEY=VALUE for user processes, on top of BaseEnv
 	Hostname string      // default "sandbox"
-	HostDir  string      // optional host directory to use as the workspace (else a tmpfs)
+	// HostDir is an optional host directory to bind as the workspace (else
+	// a tmpfs): absolute, not a symlink. Create gives it and everything in
+	// it to the sandbox's user, so no other sandbox may be using it.
+	HostDir string
 }
 
 // Inside the sandbox.

@@ -8,7 +8,13 @@ and why it is interactive.
 
 Cell output is never relayed: the shell writes to the kernel's fds 1 and 2.
 A cell's stdin is Execute.stdin, kept in a private temporary file, or
-/dev/null (reads see end of file at once).
+/dev/null (reads see end of file at once), or, when it is open
+(stdin_open), a FIFO in the private directory that the driver fills with
+the agent's answers. A pipe does not say when its reader waits, so the
+driver asks (stdin_request) as soon as the cell starts and again each time
+it has written the last answer into the FIFO; bash's `read` and programs
+then read as from any pipe. End of file closes the FIFO. `read -p` shows
+no prompt (bash shows it only on a terminal): `printf 'name? '; read name`.
 
 Before a cell runs, a helper bash parses it without running anything; a
 syntax error is reported (Error "SyntaxError" with the line, Done exit_code
@@ -31,6 +37,7 @@ interrupt is repeated (RESEND). Background jobs ignore SIGINT, as in a
 script. An interrupt between cells is ignored.
 """
 
+import binascii
 import fcntl
 import json
 import os
@@ -130,19 +137,28 @@ class Shell:
         except OSError as e:
             raise ShellExited(str(e))
 
-    def record(self, deadline=None, wake=None):
+    def record(self, deadline=None, wake=None, io=None):
         """Reads the next NUL-terminated record from the shell; None if
         deadline (time.monotonic()) passes or wake (a signal's wake-up fd)
-        becomes readable first."""
+        becomes readable first. Meanwhile io, if given, is served: its
+        fds() are the descriptors it waits for (read, write), and serve()
+        is called with those that are ready."""
         while SEP not in self.buf:
-            if deadline is not None or wake is not None:
+            if deadline is not None or wake is not None or io is not None:
                 timeout = None if deadline is None else max(0, deadline - time.monotonic())
-                r, _, _ = select.select([self.status_r] + ([wake] if wake is not None else []), [], [], timeout)
-                if not r:
-                    return None
+                ior, iow, iot = io.fds() if io is not None else ([], [], None)
+                if iot is not None:
+                    timeout = iot if timeout is None else min(timeout, iot)
+                r, w, _ = select.select([self.status_r] + ([wake] if wake is not None else []) + ior, iow, [], timeout)
                 if wake in r:
                     drain(wake)
                     return None
+                if io is not None:
+                    io.serve([f for f in r if f in ior], w)
+                if self.status_r not in r:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        return None
+                    continue
             data = os.read(self.status_r, 65536)
             if not data:
                 raise ShellExited("end of records")
@@ -171,6 +187,108 @@ class Shell:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             return self.proc.wait()
+
+
+class StdinFeed:
+    """A cell's open stdin: a FIFO that the cell reads and the driver fills
+    with the agent's answers. It asks for more only when it has written
+    what it has, so that input waits in the agent, not here.
+
+    The driver opens the FIFO for writing only once the shell has opened it
+    for reading (the cell's redirection, which waits for a writer): until
+    then a non-blocking open fails, and is tried again every CONNECT_EVERY
+    seconds. Then closing the write end is end of file for the cell, never
+    a FIFO with no writer that the shell would wait on."""
+
+    CONNECT_EVERY = 0.002
+
+    def __init__(self, kernel, cell, tmpdir):
+        if tmpdir is None:
+            raise OSError("no private temporary directory")
+        self.path = os.path.join(tmpdir, "stdin")
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        os.mkfifo(self.path, 0o600)
+        self.fd = None
+        self.connected = False
+        self.k, self.cell = kernel, cell
+        self.pending = b""
+        self.eof = False
+        self.asked = False
+        self.progress()
+
+    def fds(self):
+        """Returns what record waits for: (read fds, write fds, timeout)."""
+        r = [] if self.k.ch_closed else [self.k.ch]
+        w = [self.fd] if self.pending and self.fd is not None else []
+        return r, w, None if self.connected else self.CONNECT_EVERY
+
+    def serve(self, r, w):
+        if r:
+            self.k.pump_channel()
+        self.progress()
+
+    def connect(self):
+        if self.connected:
+            return
+        try:
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            self.connected = True
+        except OSError:
+            pass  # ENXIO: no reader yet
+
+    def answer(self, msg):
+        """Takes the agent's answer to the last request."""
+        self.asked = False
+        data = msg.get("data")
+        if isinstance(data, str) and data:
+            try:
+                self.pending += binascii.a2b_base64(data)
+            except (binascii.Error, ValueError):
+                pass
+        err = msg.get("error")
+        if isinstance(err, str) and err:
+            sys.stderr.write(err + "\n")
+            sys.stderr.flush()
+        if msg.get("eof") or err:
+            self.eof = True
+        self.progress()
+
+    def progress(self):
+        self.connect()
+        while self.pending and self.fd is not None:
+            try:
+                n = os.write(self.fd, self.pending)
+            except BlockingIOError:
+                return
+            except OSError:  # EPIPE: the cell closed its stdin
+                self.eof = True
+                self.close_fifo()
+                return
+            self.pending = self.pending[n:]
+        if self.pending:
+            return
+        if self.eof:
+            if self.connected:
+                self.close_fifo()
+        elif not self.asked and not self.k.ch_closed:
+            self.asked = True
+            self.k.send({"type": "stdin_request", "cell": self.cell})
+
+    def close_fifo(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        self.pending = b""
+
+    def close(self):
+        self.close_fifo()
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
 
 
 def open_pty_master():
@@ -327,6 +445,9 @@ class Kernel:
         self.init = init
         self.ch = socket.socket(fileno=3)
         self.inbuf = b""
+        self.held = []  # request lines read while a cell ran
+        self.ch_closed = False
+        self.feed = None  # the running cell's open stdin
         self.early = False
         self.shell = None
         self.checker = Checker()
@@ -368,7 +489,11 @@ class Kernel:
         arrived (the agent sent it for that cell): then that request starts
         interrupted. The agent sends the request before the signal, so a
         signal that comes first finds no bytes waiting."""
+        if self.held:
+            return self.held.pop(0)
         while b"\n" not in self.inbuf:
+            if self.ch_closed:
+                return None
             r, _, _ = select.select([self.ch, self.wake_r], [], [])
             if self.wake_r in r and drain(self.wake_r):
                 if self.inbuf or pending_bytes(self.ch) > 0:
@@ -380,6 +505,26 @@ class Kernel:
                 self.inbuf += data
         line, self.inbuf = self.inbuf.split(b"\n", 1)
         return line
+
+    def pump_channel(self):
+        """Reads what the agent sent while a cell runs: stdin answers go to
+        the cell's feed, anything else waits for readline."""
+        data = self.ch.recv(1 << 20)
+        if not data:
+            self.ch_closed = True
+            return
+        self.inbuf += data
+        while b"\n" in self.inbuf:
+            line, self.inbuf = self.inbuf.split(b"\n", 1)
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and msg.get("type") == "stdin":
+                if self.feed is not None:
+                    self.feed.answer(msg)
+            else:
+                self.held.append(line)
 
     def send(self, msg):
         self.ch.sendall(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
@@ -491,7 +636,14 @@ class Kernel:
             self.error(cell, "ShellExited", "cannot start bash: %s" % e)
             return self.done(cell, "error", 1)
         stdin = "/dev/null"
-        if msg.get("has_stdin"):
+        if msg.get("stdin_open"):
+            try:
+                self.feed = StdinFeed(self, cell, self.tmpdir)
+            except OSError as e:
+                self.error(cell, "OSError", "cannot make the cell's stdin pipe: %s" % e)
+                return self.done(cell, "error", 1)
+            stdin = self.feed.path
+        elif msg.get("has_stdin"):
             try:
                 stdin = self.stdin_file(msg.get("stdin", ""))
             except OSError as e:
@@ -504,7 +656,7 @@ class Kernel:
                 deadline = None
                 if self.interrupted and self.armed and resends < len(RESEND):
                     deadline = self.interrupt_at + RESEND[resends]
-                rec = self.shell.record(deadline, self.wake_r)
+                rec = self.shell.record(deadline, self.wake_r, self.feed)
                 if rec is None:
                     if deadline is not None and time.monotonic() >= deadline:
                         resends += 1
@@ -534,7 +686,10 @@ class Kernel:
             self.error(cell, "ShellExited", text)
             return self.done(cell, "error", status)
         finally:
-            if stdin != "/dev/null":
+            if self.feed is not None:
+                self.feed.close()
+                self.feed = None
+            elif stdin != "/dev/null":
                 try:
                     os.unlink(stdin)
                 except OSError:

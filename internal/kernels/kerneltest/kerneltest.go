@@ -167,10 +167,20 @@ func (k *Kernel) Exec(code string) Result {
 // ExecWith runs a cell with stdin or other fields set.
 func (k *Kernel) ExecWith(req kernelproto.Execute, timeout time.Duration) Result {
 	k.T.Helper()
+	return k.ExecInput(req, nil, timeout)
+}
+
+// ExecInput runs a cell whose open stdin in serves (req.StdinOpen is set
+// when in is not nil).
+func (k *Kernel) ExecInput(req kernelproto.Execute, in *Stdin, timeout time.Duration) Result {
+	k.T.Helper()
 	req.Type, req.Cell = kernelproto.TExecute, k.CellID()
+	req.StdinOpen = in != nil
 	k.Mu.Lock()
 	outStart, errStart := k.Stdout.Len(), k.Stderr.Len()
 	k.Mu.Unlock()
+	in.start(k, req.Cell)
+	defer in.stop()
 	k.Send(req)
 	var res Result
 	for {
@@ -181,6 +191,9 @@ func (k *Kernel) ExecWith(req kernelproto.Execute, timeout time.Duration) Result
 		}
 		if env.Cell != req.Cell {
 			k.T.Fatalf("message for cell %q while %q runs: %s", env.Cell, req.Cell, line)
+		}
+		if in.Handle(env) {
+			continue
 		}
 		switch env.Type {
 		case kernelproto.TDisplay, kernelproto.TExecuteResult:
@@ -256,4 +269,141 @@ func Text(t testing.TB, d kernelproto.Display) string {
 		MustUnmarshal(t, raw, &s)
 	}
 	return s
+}
+
+// Stdin plays the agent's side of a cell's open stdin: it answers the
+// kernel's stdin requests one at a time and in order, each once Write or
+// Close has given it something, as the agent does. A nil *Stdin answers
+// nothing (Handle says false).
+type Stdin struct {
+	mu    sync.Mutex
+	k     *Kernel
+	cell  string
+	data  []byte
+	eof   bool
+	asked int
+	more  chan struct{}
+	asks  chan struct{}
+	ended chan struct{}
+	done  chan struct{}
+}
+
+// NewStdin returns an open stdin for one cell.
+func NewStdin() *Stdin {
+	return &Stdin{more: make(chan struct{}, 1), asks: make(chan struct{}, 64)}
+}
+
+// Write adds input.
+func (s *Stdin) Write(p string) {
+	s.mu.Lock()
+	s.data = append(s.data, p...)
+	s.mu.Unlock()
+	s.wake()
+}
+
+// Close ends the input: once what was written is taken, requests are
+// answered with end of file.
+func (s *Stdin) Close() {
+	s.mu.Lock()
+	s.eof = true
+	s.mu.Unlock()
+	s.wake()
+}
+
+// Asked returns how many requests the kernel has sent.
+func (s *Stdin) Asked() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.asked
+}
+
+// WaitAsked waits until the kernel has sent n requests.
+func (s *Stdin) WaitAsked(t testing.TB, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for s.Asked() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the kernel sent %d stdin requests in %v, want %d", s.Asked(), timeout, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (s *Stdin) wake() {
+	select {
+	case s.more <- struct{}{}:
+	default:
+	}
+}
+
+// Start begins serving the requests of cell for k; a cell collector that
+// is not ExecInput calls it before sending the Execute, passes each
+// message to Handle and calls Stop at Done.
+func (s *Stdin) Start(k *Kernel, cell string) { s.start(k, cell) }
+
+// Stop ends serving, at the end of the cell.
+func (s *Stdin) Stop() { s.stop() }
+
+func (s *Stdin) start(k *Kernel, cell string) {
+	if s == nil {
+		return
+	}
+	s.k, s.cell = k, cell
+	s.ended, s.done = make(chan struct{}), make(chan struct{})
+	go s.serve()
+}
+
+func (s *Stdin) stop() {
+	if s == nil {
+		return
+	}
+	close(s.ended)
+	<-s.done
+}
+
+// Handle takes a stdin request; it says whether the message was one.
+func (s *Stdin) Handle(env kernelproto.Envelope) bool {
+	if s == nil || env.Type != kernelproto.TStdinRequest {
+		return false
+	}
+	s.mu.Lock()
+	s.asked++
+	s.mu.Unlock()
+	s.asks <- struct{}{}
+	return true
+}
+
+func (s *Stdin) serve() {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.asks:
+		case <-s.ended:
+			return
+		}
+		for {
+			s.mu.Lock()
+			ans := kernelproto.Stdin{Type: kernelproto.TStdin, Cell: s.cell}
+			if len(s.data) > 0 {
+				n := min(len(s.data), kernelproto.MaxStdinChunk)
+				ans.Data = append([]byte(nil), s.data[:n]...)
+				s.data = s.data[n:]
+			} else {
+				ans.EOF = s.eof
+			}
+			s.mu.Unlock()
+			if len(ans.Data) > 0 || ans.EOF {
+				b, _ := json.Marshal(ans)
+				if _, err := s.k.Conn.Write(append(b, '\n')); err != nil {
+					return
+				}
+				break
+			}
+			select {
+			case <-s.more:
+			case <-s.ended:
+				return
+			}
+		}
+	}
 }

@@ -170,6 +170,10 @@
       pump();
       return;
     }
+    if (msg.type === 'stdin') {
+      answerStdin(msg);
+      return;
+    }
     // While a cell awaits, this is the kernel's code, not the cell's: the
     // watchdog must leave it alone.
     const phase = Atomics.exchange(shared, 0, 0);
@@ -219,7 +223,7 @@
   async function execute(msg) {
     const cell = typeof msg.cell === 'string' ? msg.cell : '';
     const cur = (current = { id: cell, file: fileOf(cell), interrupt: null, finished: false });
-    cellInput = msg.has_stdin ? String(msg.stdin ?? '') : null;
+    cellInput = msg.stdin_open ? cur : msg.has_stdin ? String(msg.stdin ?? '') : null;
     cellStdin = null;
     let status = 'ok';
     try {
@@ -258,6 +262,7 @@
     cur.finished = true;
     Atomics.store(shared, 0, 0);
     if (current === cur) current = null;
+    if (cellStdin && cellStdin.kilnEnd) cellStdin.kilnEnd();
     cellInput = cellStdin = null;
     // After a turn of the event loop, so that Node has reported the
     // promises the cell left rejected (on stderr, in this cell).
@@ -389,17 +394,62 @@ if (!h || h.start(2) !== 0) parentPort.postMessage('unavailable');
   }
 
   // Cells read stdin through process.stdin, which serves the Execute's
-  // stdin; without one, reading fails at once.
-  let cellInput = null;
+  // stdin; without one, reading fails at once. Open stdin (stdin_open) is
+  // pulled: when the stream wants data it sends stdin_request, and the
+  // agent's answer, delivered in a turn of its own (never inside the
+  // channel's data event), is pushed into it. The stream ends with the
+  // cell. fs.readSync(0) and friends read the kernel's own fd 0, which is
+  // empty: only process.stdin serves the cell's input.
+  let cellInput = null; // the Execute's text, or the running cell when its stdin is open, or null
   let cellStdin = null;
   Object.defineProperty(process, 'stdin', {
     configurable: true,
     enumerable: true,
     get() {
-      if (!cellStdin) cellStdin = makeStdin(cellInput);
+      if (!cellStdin) cellStdin = cellInput !== null && typeof cellInput === 'object' ? makeOpenStdin(cellInput) : makeStdin(cellInput);
       return cellStdin;
     },
   });
+
+  function makeOpenStdin(cur) {
+    let asked = false;
+    let ended = false;
+    const r = new Readable({
+      read() {
+        if (asked || ended) return;
+        if (current !== cur) return r.kilnEnd();
+        asked = true;
+        send({ type: 'stdin_request', cell: cur.id });
+      },
+    });
+    r.fd = 0;
+    r.isTTY = false;
+    r.kilnEnd = () => {
+      if (ended) return;
+      ended = true;
+      r.push(null);
+    };
+    r.kilnAnswer = (msg) => {
+      asked = false;
+      if (ended) return;
+      if (typeof msg.data === 'string' && msg.data) r.push(Buffer.from(msg.data, 'base64'));
+      if (typeof msg.error === 'string' && msg.error) {
+        ended = true;
+        r.destroy(Object.assign(new Error(msg.error), { code: 'ESTDINLOST' }));
+      } else if (msg.eof) {
+        r.kilnEnd();
+      }
+    };
+    return r;
+  }
+
+  function answerStdin(msg) {
+    const s = cellStdin;
+    if (!s || !s.kilnAnswer || !current || msg.cell !== current.id) return; // a cell that ended
+    setImmediate(() => {
+      if (cellStdin === s) s.kilnAnswer(msg);
+    });
+  }
 
   function makeStdin(text) {
     let done = false;

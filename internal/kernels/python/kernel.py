@@ -130,30 +130,51 @@ def _send(msg):
             raise KeyboardInterrupt
 
 
-def _messages():
-    buf = bytearray()
-    start = 0
+# What has been read from the channel: the main loop reads it between cells,
+# a cell's stdin reads (any thread) while the cell runs, each holding _rlock.
+_rbuf = bytearray()
+_rscan = 0  # bytes at the start of _rbuf known to hold no newline
+_held = []  # messages a stdin read took that are for the main loop
+_rlock = _thread.allocate_lock()
+
+
+def _pop():
+    """Returns the next message in _rbuf, or None if no line is complete."""
+    global _rscan
     while True:
-        nl = buf.find(b"\n", start)
+        nl = _rbuf.find(b"\n", _rscan)
         if nl < 0:
-            start = len(buf)
-            try:
-                chunk = os.read(_CH, 1 << 20)
-            except KeyboardInterrupt:  # a handler the user installed
-                continue
-            if not chunk:
-                return
-            buf += chunk
-            continue
-        line = bytes(buf[:nl])
-        del buf[: nl + 1]
-        start = 0
+            _rscan = len(_rbuf)
+            return None
+        line = bytes(_rbuf[:nl])
+        del _rbuf[: nl + 1]
+        _rscan = 0
         try:
             msg = json.loads(line)
         except ValueError:
             continue
         if isinstance(msg, dict):
-            yield msg
+            return msg
+
+
+def _messages():
+    global _rbuf
+    while True:
+        if _held:
+            yield _held.pop(0)
+            continue
+        with _rlock:
+            msg = _pop()
+            while msg is None:
+                try:
+                    chunk = os.read(_CH, 1 << 20)
+                except KeyboardInterrupt:  # a handler the user installed
+                    continue
+                if not chunk:
+                    return
+                _rbuf += chunk
+                msg = _pop()
+        yield msg
 
 
 # ---- stdin ----
@@ -190,6 +211,100 @@ class _NoStdin(io.TextIOBase):
 
 def _stdin(text):
     return io.TextIOWrapper(io.BytesIO(text.encode("utf-8", "surrogatepass")), encoding="utf-8", errors="surrogatepass")
+
+
+# Open stdin (Execute.stdin_open): a read with nothing buffered flushes
+# stdout and stderr (the prompt), sends stdin_request and waits for the
+# agent's answer. Only the running cell's stdin asks; a thread left over
+# from an earlier cell, or a fork, reads end of file. The main thread's
+# wait is interruptible: SIGINT raises KeyboardInterrupt in it, outside the
+# read from the channel, so no message is cut. Another thread waits in
+# steps, so that it lets go of the channel when its cell ends.
+
+_stdin_cell = None  # the number of the running cell if its stdin is open
+
+
+def _ask_stdin(n):
+    """Returns (data, eof, error): the agent's answer for cell n's stdin."""
+    global _rbuf, _critical, _pending
+    if os.getpid() != _PID or _stdin_cell != n:
+        return b"", True, None
+    import binascii
+    import select
+
+    _flush_std()
+    main = _thread.get_ident() == _MAIN_THREAD
+    while not _rlock.acquire(True, -1 if main else 0.1):
+        if _stdin_cell != n:
+            return b"", True, None
+    try:
+        if _stdin_cell != n:
+            return b"", True, None
+        _send({"type": "stdin_request", "cell": _cell})
+        while True:
+            msg = _pop()
+            if msg is not None:
+                if msg.get("type") != "stdin":
+                    _held.append(msg)
+                    continue
+                data = msg.get("data")
+                data = binascii.a2b_base64(data) if isinstance(data, str) and data else b""
+                err = msg.get("error")
+                return data, bool(msg.get("eof")) or bool(err), err if isinstance(err, str) and err else None
+            if main:
+                select.select([_CH], [], [])
+            elif not select.select([_CH], [], [], 0.1)[0]:
+                if _stdin_cell != n:
+                    return b"", True, None
+                continue
+            if main:
+                _critical = True
+            try:
+                chunk = os.read(_CH, 1 << 20)
+                _rbuf += chunk
+            finally:
+                if main:
+                    _critical = False
+            if not chunk:
+                os._exit(1)  # the agent is gone
+            if main and _pending:
+                _pending = False
+                if _armed:
+                    raise KeyboardInterrupt
+    finally:
+        _rlock.release()
+
+
+class _OpenStdin(io.RawIOBase):
+    """The raw sys.stdin.buffer of a cell with open stdin."""
+
+    name = "<stdin>"
+
+    def __init__(self, n):
+        self._n = n
+        self._buf = b""
+        self._eof = False
+        self._err = None
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        if not self._buf and not self._eof:
+            self._buf, self._eof, self._err = _ask_stdin(self._n)
+        if self._buf:
+            k = min(len(b), len(self._buf))
+            b[:k] = self._buf[:k]
+            self._buf = self._buf[k:]
+            return k
+        if self._err:
+            err, self._err = self._err, None
+            raise OSError(err)
+        return 0
+
+
+def _open_stdin(n):
+    return io.TextIOWrapper(io.BufferedReader(_OpenStdin(n)), encoding="utf-8", errors="surrogateescape")
 
 
 # ---- rich display ----
@@ -616,7 +731,7 @@ def _flush_std():
 
 
 def _execute(msg):
-    global _armed, _pending, _cell, _open, _count, _shown
+    global _armed, _pending, _cell, _open, _count, _shown, _stdin_cell
     cell = msg.get("cell")
     code = msg.get("code")
     if not isinstance(code, str):
@@ -631,7 +746,11 @@ def _execute(msg):
     _shown = set()
     status = "ok"
     stdin = msg.get("stdin")
-    sys.stdin = _stdin(stdin if isinstance(stdin, str) else "") if msg.get("has_stdin") else _NoStdin()
+    if msg.get("stdin_open"):
+        _stdin_cell = _count
+        sys.stdin = _open_stdin(_count)
+    else:
+        sys.stdin = _stdin(stdin if isinstance(stdin, str) else "") if msg.get("has_stdin") else _NoStdin()
     try:
         _armed = True
         try:
@@ -664,6 +783,7 @@ def _execute(msg):
             _flush_std()
             os._exit(0)
         _cell = None
+        _stdin_cell = None
         sys.stdin = _NoStdin()
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is not None:

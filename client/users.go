@@ -1,0 +1,83 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+)
+
+// CreateUser makes a user (admins only).
+func (c *Client) CreateUser(ctx context.Context, req UserRequest) (*User, error) {
+	var out User
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/users", req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Users lists every user (admins only).
+func (c *Client) Users(ctx context.Context) ([]User, error) {
+	var out []User
+	if err := c.get(ctx, "/v1/users", nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// User returns one user; "me" is the key's owner.
+func (c *Client) User(ctx context.Context, id string) (*User, error) {
+	var out User
+	if err := c.get(ctx, route("/v1/users/", id), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateKey makes an API key for a user ("me" for the caller). The
+// returned Key's Secret is the only copy: the server keeps a hash.
+func (c *Client) CreateKey(ctx context.Context, userID, name string) (*Key, error) {
+	var out Key
+	if err := c.doJSON(ctx, http.MethodPost, route("/v1/users/", userID, "/keys"), KeyRequest{Name: name}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Keys lists a user's keys, without secrets.
+func (c *Client) Keys(ctx context.Context, userID string) ([]Key, error) {
+	var out []Key
+	if err := c.get(ctx, route("/v1/users/", userID, "/keys"), nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RevokeKey revokes one of a user's keys; requests with it fail from then on.
+func (c *Client) RevokeKey(ctx context.Context, userID, keyID string) error {
+	return c.do(ctx, request{method: http.MethodDelete, path: route("/v1/users/", userID, "/keys/", keyID)}, nil)
+}
+
+// AuditOptions narrows Audit; zero fields match everything.
+type AuditOptions struct {
+	User    string // a user id
+	Session string // a session id
+	Limit   int
+	Cursor  string
+}
+
+// Audit returns one page of the audit log, oldest first (admins only).
+func (c *Client) Audit(ctx context.Context, opts AuditOptions) (*AuditList, error) {
+	q := url.Values{}
+	if opts.User != "" {
+		q.Set("user", opts.User)
+	}
+	if opts.Session != "" {
+		q.Set("session", opts.Session)
+	}
+	pageQuery(q, opts.Limit, opts.Cursor)
+	var out AuditList
+	if err := c.get(ctx, "/v1/audit", q, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"time"
+
+	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/protocol"
+	"github.com/kiln-dev/kiln/internal/store"
+)
+
+func toLimits(l client.Limits) kiln.Limits {
+	return kiln.Limits{Timeout: time.Duration(l.TimeoutMS) * time.Millisecond, MemoryBytes: l.MemoryBytes, Pids: l.Pids,
+		CPUMillis: l.CPUMillis, OutputBytes: l.OutputBytes, FileSizeBytes: l.FileSizeBytes, OpenFiles: l.OpenFiles,
+		TmpBytes: l.TmpBytes, WorkspaceBytes: l.WorkspaceBytes, Inodes: l.Inodes}
+}
+
+func fromLimits(l kiln.Limits) client.Limits {
+	return client.Limits{TimeoutMS: l.Timeout.Milliseconds(), MemoryBytes: l.MemoryBytes, Pids: l.Pids,
+		CPUMillis: l.CPUMillis, OutputBytes: l.OutputBytes, FileSizeBytes: l.FileSizeBytes, OpenFiles: l.OpenFiles,
+		TmpBytes: l.TmpBytes, WorkspaceBytes: l.WorkspaceBytes, Inodes: l.Inodes}
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func fromSession(s store.Session) client.Session {
+	md := s.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	return client.Session{ID: s.ID, Status: string(s.Status), Languages: s.Languages, Limits: fromLimits(s.Limits.WithDefaults()),
+		IdleTTLSeconds: int64(s.IdleTTL / time.Second), Network: "none", Metadata: md, Created: s.Created,
+		LastActive: s.LastActive, Ended: optTime(s.Ended), EndReason: s.EndReason}
+}
+
+func fromExecution(e store.Execution) client.Execution {
+	return client.Execution{ID: e.ID, SessionID: e.SessionID, Seq: e.Seq, Language: e.Language, Code: e.Code,
+		Status: e.Status, Result: e.Result, Started: e.Started, Ended: optTime(e.Ended)}
+}
+
+func fromUser(u store.User) client.User {
+	return client.User{ID: u.ID, Name: u.Name, Admin: u.Admin, Created: u.Created}
+}
+
+func fromKey(k store.APIKey) client.Key {
+	return client.Key{ID: k.ID, UserID: k.UserID, Name: k.Name, Prefix: k.Prefix, Created: k.Created,
+		LastUsed: optTime(k.LastUsed), Revoked: optTime(k.Revoked)}
+}
+
+func fromFileInfo(dir string, fi protocol.FileInfo) client.FileInfo {
+	p := fi.Name
+	if dir != "" && dir != "." {
+		p = dir + "/" + fi.Name
+	}
+	return client.FileInfo{Path: p, Name: fi.Name, Type: fi.Type, Size: fi.Size, Mode: fi.Mode, ModTime: time.Unix(0, fi.ModTime).UTC()}
+}

@@ -1,0 +1,85 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/service"
+)
+
+func cellRequest(req client.ExecRequest) (service.CellRequest, error) {
+	if req.TimeoutMS < 0 {
+		return service.CellRequest{}, kiln.Errorf(kiln.Invalid, "timeout_ms must not be negative")
+	}
+	return service.CellRequest{Language: req.Language, Code: req.Code, Stdin: req.Stdin,
+		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Args: req.Args}, nil
+}
+
+// exec runs a cell: the answer is the finished execution, or with
+// "Accept: text/event-stream" a stream of events as the cell runs.
+func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req client.ExecRequest
+	if err := decode(w, r, s.cfg.MaxJSONBytes, &req); err != nil {
+		return err
+	}
+	cell, err := cellRequest(req)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		return s.execSSE(w, r, c, id, cell)
+	}
+	e, err := s.svc.Exec(r.Context(), c.user, id, cell, service.ExecEvents{})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, fromExecution(e))
+}
+
+// execSSE streams the cell as Server-Sent Events. Errors before the cell
+// starts are ordinary problem answers; after that they are an error event.
+func (s *Server) execSSE(w http.ResponseWriter, r *http.Request, c *call, id string, cell service.CellRequest) error {
+	st := newSSE(w)
+	defer st.close()
+	ev := eventSink(func(e client.Event) { st.send(e) })
+	e, err := s.svc.Exec(r.Context(), c.user, id, cell, ev.execEvents(st.start))
+	if err != nil {
+		if !st.started() {
+			return err
+		}
+		p := problemFor(err)
+		st.send(client.Event{Type: client.EventError, Error: &p})
+		return nil
+	}
+	x := fromExecution(e)
+	st.send(client.Event{Type: client.EventDone, Execution: &x})
+	return nil
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request, c *call) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	list, next, err := s.svc.History(r.Context(), c.user, r.PathValue("id"), p)
+	if err != nil {
+		return err
+	}
+	out := client.ExecutionList{Executions: make([]client.Execution, 0, len(list)), NextCursor: next}
+	for _, e := range list {
+		out.Executions = append(out.Executions, fromExecution(e))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) execution(w http.ResponseWriter, r *http.Request, c *call) error {
+	e, err := s.svc.Execution(r.Context(), c.user, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, fromExecution(e))
+}

@@ -1,0 +1,147 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/agent"
+	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/server"
+	"github.com/kiln-dev/kiln/internal/service"
+	"github.com/kiln-dev/kiln/internal/store/sqlite"
+	"github.com/kiln-dev/kiln/internal/workspace"
+)
+
+func TestMain(m *testing.M) {
+	agent.Dispatch()
+	os.Exit(m.Run())
+}
+
+// env is a real kiln service behind a real HTTP server, with the first
+// admin's client.
+type env struct {
+	t     *testing.T
+	url   string
+	admin *client.Client
+	svc   *service.Service
+	srv   *server.Server
+	key   string
+}
+
+func (e *env) adminKey(t *testing.T) string { return e.key }
+
+type options struct {
+	svc  service.Config
+	http server.Config
+}
+
+func newEnv(t *testing.T, opts options) *env {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make sandboxes")
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	// The sandboxes' unprivileged host uids must be able to reach their
+	// workspaces under the data directory.
+	os.Chmod(filepath.Dir(dir), 0o711)
+	os.Chmod(dir, 0o711)
+	st, err := sqlite.Open(ctx, dir+"/kiln.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := native.New(native.Config{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := opts.svc
+	cfg.DataDir = dir
+	if cfg.PoolSize == 0 {
+		cfg.PoolSize = -1
+	}
+	svc, err := service.New(ctx, cfg, st, engine.New(b, log), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := svc.Bootstrap(ctx)
+	if err != nil || key == "" {
+		t.Fatalf("bootstrap: key %q, err %v", key, err)
+	}
+	srv := server.New(svc, opts.http, log)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		svc.Close(ctx)
+		st.Close()
+		// Active sessions keep their workspaces across a stop, by design;
+		// a test's are removed here.
+		ws, err := workspace.Open(filepath.Join(dir, "workspaces"))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		ids, _ := ws.List()
+		for _, id := range ids {
+			if err := ws.Remove(id); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	admin, err := client.New(hs.URL, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, url: hs.URL, admin: admin, svc: svc, srv: srv, key: key}
+}
+
+// user makes a non-admin user and its client.
+func (e *env) user(name string) *client.Client {
+	e.t.Helper()
+	ctx := context.Background()
+	u, err := e.admin.CreateUser(ctx, client.UserRequest{Name: name})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	k, err := e.admin.CreateKey(ctx, u.ID, "test")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c, err := client.New(e.url, k.Secret)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// wantProblem checks that err is a problem with the status and code.
+func wantProblem(t *testing.T, what string, err error, status int, code string) *client.Problem {
+	t.Helper()
+	p, ok := err.(*client.Problem)
+	if !ok {
+		t.Fatalf("%s: err = %v (%T), want a %d %s problem", what, err, err, status, code)
+	}
+	if p.Status != status || p.Code != code {
+		t.Fatalf("%s: problem %d %s (%q), want %d %s", what, p.Status, p.Code, p.Detail, status, code)
+	}
+	return p
+}

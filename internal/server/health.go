@@ -1,0 +1,53 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
+)
+
+func (s *Server) live(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
+	if err := s.svc.Ready(r.Context()); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// metrics serves Prometheus metrics to admins.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request, c *call) error {
+	if !c.user.Admin {
+		return errAdminOnly
+	}
+	s.svc.Metrics().Handler().ServeHTTP(w, r)
+	return nil
+}
+
+// languages are detected once (each takes a runtime start) and kept.
+var (
+	langOnce sync.Once
+	langList []client.Language
+)
+
+func (s *Server) languages(w http.ResponseWriter, r *http.Request, c *call) error {
+	langOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
+		defer cancel()
+		for _, info := range lang.Detect(ctx) {
+			l := client.Language{Name: info.Name, Aliases: info.Aliases, Kind: string(info.Kind), Version: info.Version,
+				Available: info.Found, Problem: info.Problem}
+			langList = append(langList, l)
+		}
+	})
+	return writeJSON(w, http.StatusOK, langList)
+}
+
+var errAdminOnly = kiln.Errorf(kiln.Forbidden, "only an admin may read the metrics")

@@ -1,0 +1,29 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/engine"
+)
+
+// run is a one-shot run: files in, the result and the files it wrote out.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req client.RunRequest
+	if err := decode(w, r, s.cfg.MaxRunBytes, &req); err != nil {
+		return err
+	}
+	run := engine.Run{Language: req.Language, Code: req.Code, Args: req.Args, Stdin: []byte(req.Stdin), Limits: toLimits(req.Limits)}
+	for _, f := range req.Files {
+		run.Files = append(run.Files, engine.File{Path: f.Path, Data: f.Content, Mode: f.Mode})
+	}
+	res, err := s.svc.Run(r.Context(), c.user, run)
+	if err != nil {
+		return err
+	}
+	out := client.RunResult{Result: res.Result, Files: make([]client.File, 0, len(res.Files))}
+	for _, f := range res.Files {
+		out.Files = append(out.Files, client.File{Path: f.Path, Content: f.Data})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,249 @@
+// Package server is kiln's HTTP API: a thin adapter that decodes
+// requests, authenticates them, applies rate limits and body limits, calls
+// the service, and encodes answers and errors (application/problem+json,
+// from one table). The routes are in client/doc.go and the OpenAPI
+// document.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/server/openapi"
+	"github.com/kiln-dev/kiln/internal/service"
+	"github.com/kiln-dev/kiln/internal/store"
+)
+
+// Config is the HTTP side's policy; zero fields take DefaultConfig's.
+type Config struct {
+	RatePerSecond  float64 // requests per second per API key, sustained
+	RateBurst      int     // requests per API key at once
+	MaxJSONBytes   int64   // a JSON request body
+	MaxRunBytes    int64   // a one-shot run's body (its files ride in it)
+	MaxUploadBytes int64   // one upload (also bounded by the workspace's size)
+}
+
+// DefaultConfig is the HTTP policy on the embedded defaults.
+func DefaultConfig() Config {
+	return Config{RatePerSecond: 50, RateBurst: 100, MaxJSONBytes: 4 * kiln.MiB, MaxRunBytes: 96 * kiln.MiB, MaxUploadBytes: kiln.GiB}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.RatePerSecond <= 0 {
+		c.RatePerSecond = d.RatePerSecond
+	}
+	if c.RateBurst <= 0 {
+		c.RateBurst = d.RateBurst
+	}
+	if c.MaxJSONBytes <= 0 {
+		c.MaxJSONBytes = d.MaxJSONBytes
+	}
+	if c.MaxRunBytes <= 0 {
+		c.MaxRunBytes = d.MaxRunBytes
+	}
+	if c.MaxUploadBytes <= 0 {
+		c.MaxUploadBytes = d.MaxUploadBytes
+	}
+	return c
+}
+
+// Server serves the API of one service.
+type Server struct {
+	svc    *service.Service
+	cfg    Config
+	log    *slog.Logger
+	mux    *http.ServeMux
+	limits *rateLimits
+	routes []string
+	// UI, when set, serves everything outside /v1 and /metrics (the web
+	// notebook).
+	UI http.Handler
+}
+
+// New returns the API of svc.
+func New(svc *service.Service, cfg Config, log *slog.Logger) *Server {
+	cfg = cfg.withDefaults()
+	s := &Server{svc: svc, cfg: cfg, log: log, mux: http.NewServeMux(), limits: newRateLimits(cfg.RatePerSecond, cfg.RateBurst)}
+	s.register()
+	return s
+}
+
+// call is what a handler knows about its request once authenticated.
+type call struct {
+	user store.User
+	key  store.APIKey
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, c *call) error
+
+// Routes are the patterns served, for the OpenAPI test.
+func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
+
+func (s *Server) register() {
+	s.public("GET /v1/health/live", s.live)
+	s.public("GET /v1/health/ready", s.ready)
+	s.public("GET /v1/openapi.json", serveOpenAPI)
+	s.handle("GET /metrics", s.metrics)
+	s.handle("GET /v1/languages", s.languages)
+	s.handle("POST /v1/run", s.run)
+	s.handle("POST /v1/sessions", s.createSession)
+	s.handle("GET /v1/sessions", s.listSessions)
+	s.handle("GET /v1/sessions/{id}", s.getSession)
+	s.handle("DELETE /v1/sessions/{id}", s.deleteSession)
+	s.handle("POST /v1/sessions/{id}/interrupt", s.interrupt)
+	s.handle("POST /v1/sessions/{id}/restart", s.restart)
+	s.handle("POST /v1/sessions/{id}/executions", s.exec)
+	s.handle("GET /v1/sessions/{id}/executions", s.history)
+	s.handle("GET /v1/sessions/{id}/ws", s.websocket)
+	s.handle("GET /v1/executions/{id}", s.execution)
+	s.handle("GET /v1/sessions/{id}/files", s.getFile)
+	s.handle("GET /v1/sessions/{id}/files/{path...}", s.getFile)
+	s.handle("PUT /v1/sessions/{id}/files/{path...}", s.putFile)
+	s.handle("POST /v1/sessions/{id}/files/{path...}", s.postFiles)
+	s.handle("DELETE /v1/sessions/{id}/files/{path...}", s.deleteFile)
+	s.handle("POST /v1/sessions/{id}/mkdir", s.mkdir)
+	s.handle("POST /v1/sessions/{id}/move", s.move)
+	s.handle("POST /v1/users", s.createUser)
+	s.handle("GET /v1/users", s.users)
+	s.handle("GET /v1/users/{id}", s.user)
+	s.handle("POST /v1/users/{id}/keys", s.createKey)
+	s.handle("GET /v1/users/{id}/keys", s.keys)
+	s.handle("DELETE /v1/users/{id}/keys/{key}", s.revokeKey)
+	s.handle("GET /v1/audit", s.audit)
+	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.log, kiln.Errorf(kiln.NotFound, "no such API route: %s %s (see /v1/openapi.json)", r.Method, trunc(r.URL.Path, 200)))
+	})
+}
+
+// handle serves an authenticated, rate-limited route.
+func (s *Server) handle(pattern string, h handler) {
+	s.routes = append(s.routes, pattern)
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.authenticate(r)
+		if err == nil {
+			err = s.limits.allow(c.key.ID)
+			if err != nil {
+				s.svc.Metrics().Rejected("rate_limit")
+			}
+		}
+		if err == nil {
+			err = h(w, r, c)
+		}
+		if err != nil {
+			writeError(w, r, s.log, err)
+		}
+	})
+}
+
+// public serves a route that needs no key.
+func (s *Server) public(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
+	s.routes = append(s.routes, pattern)
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			writeError(w, r, s.log, err)
+		}
+	})
+}
+
+func (s *Server) authenticate(r *http.Request) (*call, error) {
+	auth := r.Header.Get("Authorization")
+	scheme, key, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return nil, kiln.Errorf(kiln.Unauthenticated, "send an API key as \"Authorization: Bearer KEY\"")
+	}
+	u, k, err := s.svc.Authenticate(r.Context(), strings.TrimSpace(key))
+	if err != nil {
+		return nil, err
+	}
+	return &call{user: u, key: k}, nil
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey).(string)
+	return id
+}
+
+// ServeHTTP gives every request an id, a panic guard, security headers,
+// metrics and a log line, then routes it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := rand.Text()[:16]
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	rec.Header().Set("X-Request-Id", id)
+	rec.Header().Set("X-Content-Type-Options", "nosniff")
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("handler panic", "request_id", id, "panic", v)
+			if !rec.wrote {
+				writeError(rec, r, s.log, kiln.Errorf(kiln.Internal, "internal error"))
+			}
+		}
+		_, pattern := s.mux.Handler(r)
+		if pattern == "" {
+			pattern = "other"
+		}
+		s.svc.Metrics().HTTP(pattern, rec.status, time.Since(start))
+		s.log.Debug("request", "request_id", id, "method", r.Method, "route", pattern, "status", rec.status, "duration", time.Since(start))
+	}()
+	if s.UI != nil && !strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != "/metrics" {
+		s.UI.ServeHTTP(rec, r)
+		return
+	}
+	s.mux.ServeHTTP(rec, r)
+}
+
+// recorder remembers the status for metrics and logs; it passes on
+// Flush (SSE) and Unwrap (WebSocket hijacking via ResponseController).
+type recorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(p)
+}
+
+func (r *recorder) Flush() {
+	r.wrote = true
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func serveOpenAPI(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	_, err := w.Write(openapi.JSON())
+	return err
+}
+
+func trunc(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/store"
+)
+
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req client.UserRequest
+	if err := decode(w, r, s.cfg.MaxJSONBytes, &req); err != nil {
+		return err
+	}
+	u, err := s.svc.CreateUser(r.Context(), c.user, req.Name, req.Admin)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, fromUser(u))
+}
+
+func (s *Server) users(w http.ResponseWriter, r *http.Request, c *call) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	var all []client.User
+	for {
+		list, next, err := s.svc.Users(r.Context(), c.user, p)
+		if err != nil {
+			return err
+		}
+		for _, u := range list {
+			all = append(all, fromUser(u))
+		}
+		if next == "" || len(all) >= store.MaxLimit {
+			break
+		}
+		p.Cursor = next
+	}
+	if all == nil {
+		all = []client.User{}
+	}
+	return writeJSON(w, http.StatusOK, all)
+}
+
+func (s *Server) user(w http.ResponseWriter, r *http.Request, c *call) error {
+	u, err := s.svc.User(r.Context(), c.user, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, fromUser(u))
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req client.KeyRequest
+	if r.ContentLength != 0 {
+		if err := decode(w, r, s.cfg.MaxJSONBytes, &req); err != nil {
+			return err
+		}
+	}
+	k, err := s.svc.CreateKey(r.Context(), c.user, r.PathValue("id"), req.Name)
+	if err != nil {
+		return err
+	}
+	out := fromKey(k.APIKey)
+	out.Secret = k.Secret()
+	w.Header().Set("Cache-Control", "no-store")
+	return writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *Server) keys(w http.ResponseWriter, r *http.Request, c *call) error {
+	list, err := s.svc.Keys(r.Context(), c.user, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	out := make([]client.Key, 0, len(list))
+	for _, k := range list {
+		out = append(out, fromKey(k))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := s.svc.RevokeKey(r.Context(), c.user, r.PathValue("id"), r.PathValue("key")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+
+func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *call) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	list, next, err := s.svc.Audit(r.Context(), c.user, store.AuditFilter{UserID: q.Get("user"), SessionID: q.Get("session")}, p)
+	if err != nil {
+		return err
+	}
+	out := client.AuditList{Entries: make([]client.AuditEntry, 0, len(list)), NextCursor: next}
+	for _, e := range list {
+		out.Entries = append(out.Entries, client.AuditEntry{ID: e.ID, Time: e.Time, UserID: e.UserID, Action: e.Action,
+			SessionID: e.SessionID, ExecutionID: e.ExecutionID, CodeHash: e.CodeHash, Outcome: e.Outcome, Detail: e.Detail})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,168 @@
+package service
+
+import (
+	"context"
+	"io"
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/store"
+)
+
+// CellRequest is one cell from a client.
+type CellRequest struct {
+	Language string // "": the session's first language
+	Code     string
+	Stdin    *string       // nil: reading stdin fails at once
+	Timeout  time.Duration // 0: the session's limit
+	Args     []string
+	// StdinStream, when set, is read as the code asks for input (the
+	// WebSocket's stdin messages); Stdin is ignored then.
+	StdinStream io.Reader
+}
+
+// ExecEvents receive a cell's progress; any may be nil. Started comes
+// first, with the execution's id and sequence number.
+type ExecEvents struct {
+	engine.Events
+	Started func(store.Execution)
+}
+
+const maxCellTimeout = 24 * time.Hour
+
+func (s *Service) checkCell(l *live, req *CellRequest) error {
+	if req.Language == "" {
+		req.Language = l.rec.Languages[0]
+	}
+	lg, err := lang.Lookup(req.Language)
+	if err != nil {
+		return err
+	}
+	if err := lg.Available(); err != nil {
+		return err
+	}
+	req.Language = lg.Name
+	if int64(len(req.Code)) > s.cfg.MaxCodeBytes {
+		return kiln.Errorf(kiln.TooLarge, "the code is %s, over the %s allowed", kiln.FormatBytes(int64(len(req.Code))), kiln.FormatBytes(s.cfg.MaxCodeBytes))
+	}
+	if !utf8.ValidString(req.Code) {
+		return kiln.Errorf(kiln.Invalid, "the code is not valid UTF-8")
+	}
+	if req.Timeout < 0 || req.Timeout > maxCellTimeout {
+		return kiln.Errorf(kiln.Invalid, "timeout %v is outside the allowed range 0 (the session's) to %v", req.Timeout, maxCellTimeout)
+	}
+	if req.Stdin != nil && len(*req.Stdin) > engine.MaxStdinBytes {
+		return kiln.Errorf(kiln.TooLarge, "stdin is over the %s allowed", kiln.FormatBytes(engine.MaxStdinBytes))
+	}
+	return nil
+}
+
+// Exec runs a cell in u's session, records it in the history and returns
+// the finished execution. The error is non-nil when the cell could not be
+// taken (not found, ended, bad input, a full queue) or its sandbox broke;
+// how the cell itself ended is in the result's status.
+func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req CellRequest, ev ExecEvents) (store.Execution, error) {
+	l, err := s.liveFor(ctx, u, sessionID)
+	if err != nil {
+		return store.Execution{}, err
+	}
+	if err := s.checkCell(l, &req); err != nil {
+		return store.Execution{}, err
+	}
+	release := l.hold()
+	defer release()
+	t, err := s.queue.enter()
+	if err != nil {
+		s.metrics.Rejected("queue_full")
+		return store.Execution{}, err
+	}
+	defer t.release()
+	queued := time.Now()
+	if err := l.lockCells(ctx); err != nil {
+		return store.Execution{}, err
+	}
+	defer l.unlockCells()
+	if err := t.run(ctx); err != nil {
+		return store.Execution{}, err
+	}
+	wait := time.Since(queued)
+	sess, err := l.sandbox(ctx, s.engine)
+	if err != nil {
+		s.metrics.SandboxFailure("create")
+		return store.Execution{}, err
+	}
+
+	e := store.Execution{SessionID: sessionID, UserID: u.ID, Language: req.Language, Code: req.Code}
+	if err := s.store.CreateExecution(ctx, &e); err != nil {
+		return store.Execution{}, err
+	}
+	if ev.Started != nil {
+		ev.Started(e)
+	}
+	res, runErr := sess.Run(ctx, engine.Cell{Language: req.Language, Code: req.Code, Stdin: req.Stdin, StdinStream: req.StdinStream, Timeout: req.Timeout, Args: req.Args}, ev.Events)
+	if runErr != nil {
+		res = s.failedCell(ctx, l, sess, req.Language, runErr)
+	}
+	if n := l.takeNotice(); n != "" {
+		res.Notice = joinNotice(n, res.Notice)
+	}
+	end := time.Now()
+	done := context.WithoutCancel(ctx)
+	if err := s.store.FinishExecution(done, u.ID, e.ID, res, end); err != nil {
+		return store.Execution{}, err
+	}
+	if len(res.Artifacts) > 0 {
+		if err := s.store.AddArtifacts(done, u.ID, e.ID, res.Artifacts, end); err != nil {
+			s.log.Error("record artifacts", "execution", e.ID, "err", err)
+		}
+	}
+	e.Status, e.Result, e.Ended = string(res.Status), &res, end
+	s.metrics.Execution(req.Language, string(res.Status), wait, end.Sub(e.Started))
+	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "execution", SessionID: sessionID, ExecutionID: e.ID,
+		CodeHash: e.CodeHash, Outcome: string(res.Status), Detail: jsonDetail(map[string]any{"language": req.Language, "seq": e.Seq})})
+	return e, nil
+}
+
+// failedCell is the result recorded for a cell that could not run: a
+// broken sandbox is dropped, and the next cell gets a new one on the same
+// workspace.
+func (s *Service) failedCell(ctx context.Context, l *live, sess *engine.Session, language string, err error) kiln.CellResult {
+	res := kiln.CellResult{Language: language, Status: kiln.StatusError,
+		Error: &kiln.CellError{Name: "KilnError", Message: kiln.Message(err)}}
+	if k := kiln.KindOf(err); k == kiln.SandboxError || k == kiln.Internal {
+		s.metrics.SandboxFailure("exec")
+		s.log.Error("cell failed in the sandbox", "session", l.rec.ID, "err", err)
+		l.dropSandbox(context.WithoutCancel(ctx), sess, "the session's sandbox failed and was replaced: kernel state is lost; the files are intact")
+		res.Error.Name = "SandboxError"
+	}
+	return res
+}
+
+func joinNotice(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
+}
+
+// Execution returns one of u's executions.
+func (s *Service) Execution(ctx context.Context, u store.User, id string) (store.Execution, error) {
+	return s.store.Execution(ctx, u.ID, id)
+}
+
+// History pages through a session's executions, oldest first.
+func (s *Service) History(ctx context.Context, u store.User, sessionID string, p store.Page) ([]store.Execution, string, error) {
+	return s.store.ListExecutions(ctx, u.ID, sessionID, p)
+}
+
+func jsonDetail(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return b
+}

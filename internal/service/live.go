@@ -1,0 +1,133 @@
+package service
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/store"
+)
+
+// live is an active session in this process: its record, its sandbox
+// (made on first use after a restart) and what keeps it from being idle.
+type live struct {
+	rec  store.Session // fixed at creation: id, user, languages, limits, TTL
+	path string        // the workspace on the host
+
+	cells chan struct{} // one cell at a time, in arrival order
+
+	mu         sync.Mutex
+	sess       *engine.Session // nil until needed
+	notice     string          // told with the next cell, then cleared
+	busy       int             // running cells, open streams, file operations
+	lastActive time.Time
+	ended      bool
+}
+
+func newLive(rec store.Session, path string, sess *engine.Session) *live {
+	return &live{rec: rec, path: path, sess: sess, cells: make(chan struct{}, 1), lastActive: rec.LastActive}
+}
+
+// sandbox returns the session's sandbox, making one on the workspace if
+// the session has none (after a restart).
+func (l *live) sandbox(ctx context.Context, eng *engine.Engine) (*engine.Session, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended {
+		return nil, errEnded
+	}
+	if l.sess != nil {
+		return l.sess, nil
+	}
+	sess, err := eng.NewSession(ctx, engine.SessionSpec{Limits: l.rec.Limits, HostDir: l.path})
+	if err != nil {
+		return nil, err
+	}
+	l.sess = sess
+	return sess, nil
+}
+
+var errEnded = &kiln.Error{Kind: kiln.Conflict, Message: "the session has ended"}
+
+// hold marks the session busy (not idle) until the returned func runs.
+func (l *live) hold() func() {
+	l.mu.Lock()
+	l.busy++
+	l.lastActive = time.Now()
+	l.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			l.busy--
+			l.lastActive = time.Now()
+			l.mu.Unlock()
+		})
+	}
+}
+
+// idleSince says when the session last did anything, and false when it
+// is doing something now.
+func (l *live) idleSince() (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastActive, l.busy == 0
+}
+
+// takeNotice returns the pending notice once.
+func (l *live) takeNotice() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.notice
+	l.notice = ""
+	return n
+}
+
+// lockCells waits for the session's turn to run a cell.
+func (l *live) lockCells(ctx context.Context) error {
+	select {
+	case l.cells <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (l *live) unlockCells() { <-l.cells }
+
+// end marks the session ended and destroys its sandbox; the workspace is
+// the caller's to remove.
+func (l *live) end(ctx context.Context) {
+	l.mu.Lock()
+	l.ended = true
+	l.mu.Unlock()
+	l.closeSandbox(ctx)
+}
+
+// closeSandbox destroys the sandbox, if any, leaving the workspace.
+func (l *live) closeSandbox(ctx context.Context) {
+	l.mu.Lock()
+	sess := l.sess
+	l.sess = nil
+	l.mu.Unlock()
+	if sess != nil {
+		sess.Interrupt()
+		sess.Close(ctx)
+	}
+}
+
+// dropSandbox forgets a sandbox that broke, so that the next use makes a
+// new one on the same workspace.
+func (l *live) dropSandbox(ctx context.Context, broken *engine.Session, why string) {
+	l.mu.Lock()
+	if l.sess != broken {
+		l.mu.Unlock()
+		return
+	}
+	l.sess = nil
+	l.notice = why
+	l.mu.Unlock()
+	broken.Close(ctx)
+}

@@ -1,0 +1,134 @@
+package service
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/store"
+)
+
+// pool keeps sandboxes with a Python kernel started, each on its own
+// workspace, so that a new session takes one instead of waiting for a
+// sandbox and a kernel. A pooled sandbox serves exactly one session: it is
+// handed over, never returned.
+type pool struct {
+	s     *Service
+	size  int
+	ready chan *pooled
+	stop  chan struct{}
+	done  sync.WaitGroup
+}
+
+type pooled struct {
+	id   string // becomes the session's id
+	path string
+	sess *engine.Session
+}
+
+func newPool(s *Service, size int) *pool {
+	p := &pool{s: s, size: size, ready: make(chan *pooled, max(size, 1)), stop: make(chan struct{})}
+	if size > 0 {
+		p.done.Add(1)
+		go p.fill()
+	}
+	return p
+}
+
+// eligible says whether a pooled sandbox fits the spec: default limits
+// (pooled ones have them) and Python among the languages.
+func (p *pool) eligible(spec SessionSpec) bool {
+	return p.size > 0 && spec.Limits == (kiln.Limits{}) && slices.Contains(spec.Languages, "python")
+}
+
+// take hands a ready sandbox to use, if there is one, and reports whether
+// there was. use runs before the pool starts making the next one.
+func (p *pool) take(use func(*pooled)) bool {
+	select {
+	case pd := <-p.ready:
+		use(pd)
+		p.s.metrics.SetPoolReady(len(p.ready))
+		return true
+	default:
+		return false
+	}
+}
+
+// fill keeps the pool full until stop. A failure to make a sandbox is
+// retried with a growing pause, so a broken host does not spin.
+func (p *pool) fill() {
+	defer p.done.Done()
+	pause := 100 * time.Millisecond
+	for {
+		pd, err := p.make()
+		if err != nil {
+			p.s.metrics.SandboxFailure("pool")
+			p.s.log.Error("warm pool: could not make a sandbox", "err", err)
+			select {
+			case <-time.After(pause):
+				pause = min(2*pause, 30*time.Second)
+				continue
+			case <-p.stop:
+				return
+			}
+		}
+		pause = 100 * time.Millisecond
+		select {
+		case p.ready <- pd:
+			p.s.metrics.SetPoolReady(len(p.ready))
+		case <-p.stop:
+			p.discard(pd)
+			return
+		}
+	}
+}
+
+// make builds one pooled sandbox and starts its Python kernel by running
+// an empty cell.
+func (p *pool) make() (*pooled, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lim := kiln.DefaultLimits()
+	id := store.NewID()
+	path, err := p.s.ws.Create(id, lim.WorkspaceBytes, lim.Inodes)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := p.s.engine.NewSession(ctx, engine.SessionSpec{HostDir: path})
+	if err != nil {
+		p.s.ws.Remove(id)
+		return nil, err
+	}
+	pd := &pooled{id: id, path: path, sess: sess}
+	res, err := sess.Run(ctx, engine.Cell{Language: "python", Code: "pass"}, engine.Events{})
+	if err == nil && res.Status != kiln.StatusOK {
+		err = kiln.Errorf(kiln.SandboxError, "the warm-up cell ended %s", res.Status)
+	}
+	if err != nil {
+		p.discard(pd)
+		return nil, err
+	}
+	return pd, nil
+}
+
+func (p *pool) discard(pd *pooled) {
+	pd.sess.Close(context.Background())
+	p.s.ws.Remove(pd.id)
+}
+
+// close stops filling and destroys the ready sandboxes.
+func (p *pool) close(ctx context.Context) {
+	close(p.stop)
+	p.done.Wait()
+	for {
+		select {
+		case pd := <-p.ready:
+			p.discard(pd)
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/store"
+)
+
+// Notices for what a restart did to a session.
+const (
+	noticeResumed     = "kiln restarted since the last cell: the kernel state is lost; the workspace files are intact"
+	noticeInterrupted = "kiln stopped while this cell ran; its output up to then is lost"
+)
+
+// recover takes over from a previous run of the service. Sessions whose
+// workspace survived come back without a sandbox (one is made on first
+// use, with fresh kernels); the others are ended with the reason. Cells
+// that were running are recorded as interrupted. Workspaces that no
+// active session owns (a crashed run's pool, a half-made session) are
+// removed. The native backend has already removed the old sandboxes,
+// cgroups and mounts when it started.
+func (s *Service) recover(ctx context.Context) error {
+	active, err := s.store.ActiveSessions(ctx)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	for _, rec := range active {
+		if !s.ws.Exists(rec.ID) {
+			if err := s.store.EndSession(ctx, rec.UserID, rec.ID, ReasonLost, time.Now()); err != nil {
+				return err
+			}
+			s.audit(ctx, store.AuditEntry{UserID: rec.UserID, Action: "session.end", SessionID: rec.ID, Outcome: ReasonLost})
+			s.metrics.SessionEnded("restart_lost")
+		} else {
+			keep[rec.ID] = true
+			l := newLive(rec, s.ws.Path(rec.ID), nil)
+			l.notice = noticeResumed
+			s.sessions[rec.ID] = l
+		}
+		if err := s.finishRunning(ctx, rec); err != nil {
+			return err
+		}
+	}
+	ids, err := s.ws.List()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if !keep[id] {
+			if err := s.ws.Remove(id); err != nil {
+				s.log.Error("remove orphaned workspace", "id", id, "err", err)
+			}
+		}
+	}
+	if len(active) > 0 || len(ids) > len(keep) {
+		s.log.Info("recovered from the previous run", "resumed", len(keep), "ended", len(active)-len(keep), "orphaned_workspaces", len(ids)-len(keep))
+	}
+	return nil
+}
+
+// finishRunning records the session's running cells as interrupted.
+func (s *Service) finishRunning(ctx context.Context, rec store.Session) error {
+	p := store.Page{Limit: store.MaxLimit}
+	for {
+		execs, next, err := s.store.ListExecutions(ctx, rec.UserID, rec.ID, p)
+		if err != nil {
+			return err
+		}
+		for _, e := range execs {
+			if e.Status != store.ExecRunning {
+				continue
+			}
+			res := kiln.CellResult{Language: e.Language, Status: kiln.StatusInterrupted, Notice: noticeInterrupted}
+			if err := s.store.FinishExecution(ctx, rec.UserID, e.ID, res, time.Now()); err != nil {
+				return err
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		p.Cursor = next
+	}
+}
+
+// expireIdle ends sessions idle for longer than their TTL, until Close.
+func (s *Service) expireIdle() {
+	defer s.done.Done()
+	t := time.NewTicker(s.cfg.IdleCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			s.expire(now)
+		}
+	}
+}
+
+func (s *Service) expire(now time.Time) {
+	s.mu.Lock()
+	var idle []*live
+	for _, l := range s.sessions {
+		if since, ok := l.idleSince(); ok && now.Sub(since) > l.rec.IdleTTL {
+			idle = append(idle, l)
+		}
+	}
+	s.mu.Unlock()
+	for _, l := range idle {
+		if err := s.endSession(context.Background(), l, ReasonIdle, "idle"); err != nil && err != errEnded {
+			s.log.Error("end idle session", "session", l.rec.ID, "err", err)
+		}
+	}
+}

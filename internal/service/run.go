@@ -1,0 +1,72 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/store"
+)
+
+// RunResult is a one-shot run's result and the contents of the files it
+// created or changed, up to the configured sizes; larger ones are only
+// listed in the result's artifacts.
+type RunResult struct {
+	Result kiln.CellResult
+	Files  []engine.File
+}
+
+// Run is a one-shot run in a fresh sandbox that is destroyed afterwards.
+// It takes a place in the execution queue like a cell.
+func (s *Service) Run(ctx context.Context, u store.User, r engine.Run) (RunResult, error) {
+	if err := engine.Validate(r); err != nil {
+		return RunResult{}, err
+	}
+	t, err := s.queue.enter()
+	if err != nil {
+		s.metrics.Rejected("queue_full")
+		return RunResult{}, err
+	}
+	defer t.release()
+	queued := time.Now()
+	if err := t.run(ctx); err != nil {
+		return RunResult{}, err
+	}
+	wait := time.Since(queued)
+	start := time.Now()
+	var out RunResult
+	res, err := s.engine.RunCellThen(ctx, r, engine.Events{}, func(sess *engine.Session, res kiln.CellResult) error {
+		out.Files = s.collect(ctx, sess, res.Artifacts)
+		return nil
+	})
+	if err != nil {
+		if k := kiln.KindOf(err); k == kiln.SandboxError || k == kiln.Internal {
+			s.metrics.SandboxFailure("exec")
+		}
+		return RunResult{}, err
+	}
+	out.Result = res
+	s.metrics.Execution(res.Language, string(res.Status), wait, time.Since(start))
+	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "run", CodeHash: store.HashCode(r.Code), Outcome: string(res.Status),
+		Detail: jsonDetail(map[string]any{"language": res.Language})})
+	return out, nil
+}
+
+// collect reads the created and modified files, within the size bounds.
+func (s *Service) collect(ctx context.Context, sess *engine.Session, arts []kiln.Artifact) []engine.File {
+	var files []engine.File
+	budget := s.cfg.MaxRunFilesBytes
+	for _, a := range arts {
+		if a.Change == "deleted" || a.Size > s.cfg.MaxRunFileBytes || a.Size > budget {
+			continue
+		}
+		data, err := sess.Agent().ReadFile(ctx, a.Path, min(s.cfg.MaxRunFileBytes, budget))
+		if err != nil {
+			continue // changed or gone since the walk; it stays listed
+		}
+		budget -= int64(len(data))
+		files = append(files, engine.File{Path: a.Path, Data: data})
+	}
+	return files
+}

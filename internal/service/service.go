@@ -1,0 +1,205 @@
+// Package service is kiln as a multi-user service, apart from HTTP: users
+// and keys, sessions with their sandboxes and workspaces, the execution
+// queue, quotas, the warm pool, idle expiry, recovery after a restart, and
+// the audit log. The HTTP server (internal/server) and, later, the MCP
+// server are thin adapters over it, so authorization and lifecycle live
+// here once.
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/metrics"
+	"github.com/kiln-dev/kiln/internal/store"
+	"github.com/kiln-dev/kiln/internal/workspace"
+)
+
+// Config is the service's policy. Zero fields take the defaults of
+// DefaultConfig.
+type Config struct {
+	DataDir string // workspaces live in DataDir/workspaces
+
+	PoolSize       int           // warm Python sandboxes kept ready; negative disables
+	IdleTTL        time.Duration // a session's idle TTL when it asks for none
+	MaxIdleTTL     time.Duration // the longest a session may ask for
+	IdleCheckEvery time.Duration // how often idle sessions are looked for
+
+	MaxSessionsPerUser       int   // active sessions of one user
+	MaxWorkspaceBytesPerUser int64 // the workspace limits of one user's active sessions, together
+
+	Concurrency int // cells and runs at once; default: the number of CPUs
+	QueueLength int // cells and runs waiting at most; default: 16 per CPU
+
+	MaxCodeBytes     int64 // a cell's code
+	MaxRunFileBytes  int64 // one file returned by a one-shot run
+	MaxRunFilesBytes int64 // all files returned by a one-shot run
+}
+
+// DefaultConfig is the policy on the embedded defaults.
+func DefaultConfig() Config {
+	return Config{
+		PoolSize:                 2,
+		IdleTTL:                  time.Hour,
+		MaxIdleTTL:               7 * 24 * time.Hour,
+		IdleCheckEvery:           10 * time.Second,
+		MaxSessionsPerUser:       20,
+		MaxWorkspaceBytesPerUser: 8 * kiln.GiB,
+		Concurrency:              runtime.NumCPU(),
+		QueueLength:              16 * runtime.NumCPU(),
+		MaxCodeBytes:             engine.MaxCodeBytes,
+		MaxRunFileBytes:          8 * kiln.MiB,
+		MaxRunFilesBytes:         32 * kiln.MiB,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.PoolSize == 0 {
+		c.PoolSize = d.PoolSize
+	}
+	if c.PoolSize < 0 {
+		c.PoolSize = 0
+	}
+	setDur := func(p *time.Duration, v time.Duration) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	setDur(&c.IdleTTL, d.IdleTTL)
+	setDur(&c.MaxIdleTTL, d.MaxIdleTTL)
+	setDur(&c.IdleCheckEvery, d.IdleCheckEvery)
+	setInt := func(p *int, v int) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	setInt(&c.MaxSessionsPerUser, d.MaxSessionsPerUser)
+	setInt(&c.Concurrency, d.Concurrency)
+	setInt(&c.QueueLength, d.QueueLength)
+	set64 := func(p *int64, v int64) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	set64(&c.MaxWorkspaceBytesPerUser, d.MaxWorkspaceBytesPerUser)
+	set64(&c.MaxCodeBytes, d.MaxCodeBytes)
+	set64(&c.MaxRunFileBytes, d.MaxRunFileBytes)
+	set64(&c.MaxRunFilesBytes, d.MaxRunFilesBytes)
+	return c
+}
+
+// Service is kiln's service core. Its methods take the calling user and
+// answer store.ErrNotFound for anything of another user's.
+type Service struct {
+	cfg     Config
+	store   store.Store
+	engine  *engine.Engine
+	ws      *workspace.Dir
+	log     *slog.Logger
+	metrics *metrics.Metrics
+
+	queue *queue
+	pool  *pool
+
+	mu       sync.Mutex
+	sessions map[string]*live // active sessions by id
+	starting map[string]int   // sessions being created, per user (quota)
+
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+// New starts the service: it recovers the sessions of a previous run,
+// removes what that run left behind, and starts the pool and idle expiry.
+// Close stops it.
+func New(ctx context.Context, cfg Config, st store.Store, eng *engine.Engine, log *slog.Logger) (*Service, error) {
+	cfg = cfg.withDefaults()
+	if cfg.DataDir == "" {
+		return nil, errors.New("service: no data directory")
+	}
+	ws, err := workspace.Open(filepath.Join(cfg.DataDir, "workspaces"))
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg: cfg, store: st, engine: eng, ws: ws, log: log,
+		queue:    newQueue(cfg.Concurrency, cfg.QueueLength),
+		sessions: map[string]*live{},
+		starting: map[string]int{},
+		stop:     make(chan struct{}),
+	}
+	s.metrics = metrics.New(
+		func() float64 { return float64(s.activeCount()) },
+		func() float64 { return float64(s.queue.depth()) },
+		func() float64 { return float64(s.queue.running.Load()) },
+	)
+	if err := s.recover(ctx); err != nil {
+		return nil, err
+	}
+	s.pool = newPool(s, cfg.PoolSize)
+	s.done.Add(1)
+	go s.expireIdle()
+	return s, nil
+}
+
+// Metrics are the service's Prometheus metrics.
+func (s *Service) Metrics() *metrics.Metrics { return s.metrics }
+
+// Config is the policy in force, defaults filled in.
+func (s *Service) Config() Config { return s.cfg }
+
+// Close stops the service. Active sessions stay active in the store with
+// their workspaces; their sandboxes go, and the next start resumes them
+// with fresh kernels.
+func (s *Service) Close(ctx context.Context) error {
+	close(s.stop)
+	s.pool.close(ctx)
+	s.done.Wait()
+	s.mu.Lock()
+	all := make([]*live, 0, len(s.sessions))
+	for _, l := range s.sessions {
+		all = append(all, l)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, l := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.closeSandbox(ctx)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// Ready reports whether the service can take work: the store answers.
+func (s *Service) Ready(ctx context.Context) error {
+	_, _, err := s.store.ListUsers(ctx, store.Page{Limit: 1})
+	if err != nil {
+		return kiln.Wrap(kiln.Unavailable, err, "the store does not answer")
+	}
+	return nil
+}
+
+func (s *Service) activeCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// audit appends to the log; a failure is logged, not returned, because
+// the action it records has already happened.
+func (s *Service) audit(ctx context.Context, e store.AuditEntry) {
+	if err := s.store.AppendAudit(context.WithoutCancel(ctx), &e); err != nil {
+		s.log.Error("audit append failed", "action", e.Action, "err", err)
+	}
+}

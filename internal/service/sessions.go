@@ -1,0 +1,301 @@
+package service
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/store"
+)
+
+// SessionSpec is what a client asks for in a new session.
+type SessionSpec struct {
+	Languages []string
+	Limits    kiln.Limits
+	IdleTTL   time.Duration // 0: the service's default
+	Network   string        // "" or "none"
+	Metadata  map[string]string
+}
+
+// Bounds on session metadata.
+const (
+	MaxMetadataPairs = 32
+	MaxMetadataKey   = 64
+	MaxMetadataValue = 512
+	maxLanguages     = 16
+)
+
+var metadataKey = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// Ended-session reasons, kept in the store and shown to users.
+const (
+	ReasonDeleted = "deleted"
+	ReasonIdle    = "idle: no activity for the session's idle TTL"
+	ReasonLost    = "workspace lost: the machine restarted since the session was last used"
+)
+
+func (s *Service) checkSpec(spec *SessionSpec) error {
+	if len(spec.Languages) > maxLanguages {
+		return kiln.Errorf(kiln.Invalid, "a session may name at most %d languages", maxLanguages)
+	}
+	if len(spec.Languages) == 0 {
+		spec.Languages = []string{"python"}
+	}
+	for i, name := range spec.Languages {
+		l, err := lang.Lookup(name)
+		if err != nil {
+			return err
+		}
+		if err := l.Available(); err != nil {
+			return err
+		}
+		spec.Languages[i] = l.Name
+	}
+	spec.Languages = slices.Compact(spec.Languages)
+	if err := spec.Limits.Validate(); err != nil {
+		return err
+	}
+	if spec.IdleTTL == 0 {
+		spec.IdleTTL = s.cfg.IdleTTL
+	}
+	if spec.IdleTTL < time.Second || spec.IdleTTL > s.cfg.MaxIdleTTL {
+		return kiln.Errorf(kiln.Invalid, "idle TTL %v is outside the allowed range 1s to %v", spec.IdleTTL, s.cfg.MaxIdleTTL)
+	}
+	if spec.Network != "" && spec.Network != "none" {
+		return kiln.Errorf(kiln.Invalid, "network policy %q is not available; allowed: none", spec.Network)
+	}
+	return checkMetadata(spec.Metadata)
+}
+
+func checkMetadata(m map[string]string) error {
+	if len(m) > MaxMetadataPairs {
+		return kiln.Errorf(kiln.Invalid, "metadata may have at most %d keys, not %d", MaxMetadataPairs, len(m))
+	}
+	for k, v := range m {
+		if len(k) > MaxMetadataKey || !metadataKey.MatchString(k) {
+			return kiln.Errorf(kiln.Invalid, "metadata key %q must be 1 to %d letters, digits, '_', '.' or '-'", trunc(k, 80), MaxMetadataKey)
+		}
+		if len(v) > MaxMetadataValue || !utf8.ValidString(v) {
+			return kiln.Errorf(kiln.Invalid, "metadata value of %q must be UTF-8 of at most %d bytes", k, MaxMetadataValue)
+		}
+	}
+	return nil
+}
+
+func trunc(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// CreateSession makes a session for u: from the warm pool when the spec
+// allows, else a new sandbox.
+func (s *Service) CreateSession(ctx context.Context, u store.User, spec SessionSpec) (store.Session, error) {
+	if err := s.checkSpec(&spec); err != nil {
+		return store.Session{}, err
+	}
+	lim := spec.Limits.WithDefaults()
+	release, err := s.reserve(u.ID, lim.WorkspaceBytes)
+	if err != nil {
+		s.metrics.Rejected("quota")
+		return store.Session{}, err
+	}
+	defer release()
+
+	start := time.Now()
+	var l *live
+	pooled := s.pool.eligible(spec) && s.pool.take(func(p *pooled) { l = s.adopt(p, u, spec) })
+	if !pooled {
+		if l, err = s.freshSession(ctx, u, spec, lim); err != nil {
+			s.metrics.SandboxFailure("create")
+			return store.Session{}, err
+		}
+	}
+	rec := l.rec
+	if err := s.store.CreateSession(ctx, &rec); err != nil {
+		l.end(context.WithoutCancel(ctx))
+		s.ws.Remove(rec.ID)
+		return store.Session{}, err
+	}
+	l.rec = rec
+	s.mu.Lock()
+	s.sessions[rec.ID] = l
+	s.mu.Unlock()
+	s.metrics.SessionCreated(pooled, time.Since(start))
+	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "session.create", SessionID: rec.ID, Outcome: "ok",
+		Detail: jsonDetail(map[string]any{"languages": rec.Languages, "pooled": pooled})})
+	return rec, nil
+}
+
+// reserve counts a session being made against u's caps until it is in
+// the live map (or failed).
+func (s *Service) reserve(userID string, wsBytes int64) (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, bytes := s.starting[userID], int64(0)
+	for _, l := range s.sessions {
+		if l.rec.UserID == userID {
+			n++
+			bytes += l.rec.Limits.WithDefaults().WorkspaceBytes
+		}
+	}
+	if n >= s.cfg.MaxSessionsPerUser {
+		return nil, kiln.Errorf(kiln.QuotaExceeded, "you have %d active sessions, the most allowed; end one (DELETE /v1/sessions/{id}) first", n)
+	}
+	if bytes+wsBytes > s.cfg.MaxWorkspaceBytesPerUser {
+		return nil, kiln.Errorf(kiln.QuotaExceeded, "a %s workspace would bring your sessions' workspaces to %s, over your %s; end a session or ask for a smaller workspace",
+			kiln.FormatBytes(wsBytes), kiln.FormatBytes(bytes+wsBytes), kiln.FormatBytes(s.cfg.MaxWorkspaceBytesPerUser))
+	}
+	s.starting[userID]++
+	return func() {
+		s.mu.Lock()
+		if s.starting[userID]--; s.starting[userID] == 0 {
+			delete(s.starting, userID)
+		}
+		s.mu.Unlock()
+	}, nil
+}
+
+// freshSession makes a workspace and a sandbox on it.
+func (s *Service) freshSession(ctx context.Context, u store.User, spec SessionSpec, lim kiln.Limits) (*live, error) {
+	id := store.NewID()
+	path, err := s.ws.Create(id, lim.WorkspaceBytes, lim.Inodes)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: spec.Limits, HostDir: path})
+	if err != nil {
+		s.ws.Remove(id)
+		return nil, err
+	}
+	now := time.Now()
+	rec := store.Session{ID: id, UserID: u.ID, Languages: spec.Languages, Limits: spec.Limits,
+		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: sess.ID()}
+	return newLive(rec, path, sess), nil
+}
+
+// adopt turns a pooled sandbox into u's session.
+func (s *Service) adopt(p *pooled, u store.User, spec SessionSpec) *live {
+	now := time.Now()
+	rec := store.Session{ID: p.id, UserID: u.ID, Languages: spec.Languages, Limits: spec.Limits,
+		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: p.sess.ID()}
+	return newLive(rec, p.path, p.sess)
+}
+
+// Session returns u's session.
+func (s *Service) Session(ctx context.Context, u store.User, id string) (store.Session, error) {
+	rec, err := s.store.Session(ctx, u.ID, id)
+	if err != nil {
+		return rec, err
+	}
+	if l := s.lookup(id); l != nil {
+		l.mu.Lock()
+		rec.LastActive = l.lastActive
+		l.mu.Unlock()
+	}
+	return rec, nil
+}
+
+// ListSessions pages through u's sessions.
+func (s *Service) ListSessions(ctx context.Context, u store.User, f store.SessionFilter, p store.Page) ([]store.Session, string, error) {
+	if f.Status != "" && f.Status != store.SessionActive && f.Status != store.SessionEnded {
+		return nil, "", kiln.Errorf(kiln.Invalid, "status %q is not one of: active, ended", f.Status)
+	}
+	if err := checkMetadata(f.Metadata); err != nil {
+		return nil, "", err
+	}
+	return s.store.ListSessions(ctx, u.ID, f, p)
+}
+
+func (s *Service) lookup(id string) *live {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+// liveFor returns u's active session: ErrNotFound if it is not u's,
+// a conflict if it has ended.
+func (s *Service) liveFor(ctx context.Context, u store.User, id string) (*live, error) {
+	l := s.lookup(id)
+	if l != nil && l.rec.UserID == u.ID {
+		return l, nil
+	}
+	if _, err := s.store.Session(ctx, u.ID, id); err != nil {
+		return nil, err
+	}
+	return nil, errEnded
+}
+
+// DeleteSession ends u's session: the running cell stops, the sandbox and
+// the workspace go; the history stays.
+func (s *Service) DeleteSession(ctx context.Context, u store.User, id string) error {
+	l, err := s.liveFor(ctx, u, id)
+	if err != nil {
+		return err
+	}
+	return s.endSession(ctx, l, ReasonDeleted, "deleted")
+}
+
+func (s *Service) endSession(ctx context.Context, l *live, reason, metric string) error {
+	s.mu.Lock()
+	if s.sessions[l.rec.ID] != l {
+		s.mu.Unlock()
+		return errEnded
+	}
+	delete(s.sessions, l.rec.ID)
+	s.mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	l.end(ctx)
+	if err := s.ws.Remove(l.rec.ID); err != nil {
+		s.log.Error("remove workspace", "session", l.rec.ID, "err", err)
+	}
+	err := s.store.EndSession(ctx, l.rec.UserID, l.rec.ID, reason, time.Now())
+	s.metrics.SessionEnded(metric)
+	s.audit(ctx, store.AuditEntry{UserID: l.rec.UserID, Action: "session.end", SessionID: l.rec.ID, Outcome: reason})
+	return err
+}
+
+// Interrupt stops u's session's running cell, if any; kernels keep state.
+func (s *Service) Interrupt(ctx context.Context, u store.User, id string) error {
+	l, err := s.liveFor(ctx, u, id)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	sess := l.sess
+	l.mu.Unlock()
+	if sess != nil {
+		if err := sess.Interrupt(); err != nil {
+			return kiln.Wrap(kiln.SandboxError, err, "could not interrupt the session")
+		}
+	}
+	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "session.interrupt", SessionID: id, Outcome: "ok"})
+	return nil
+}
+
+// Restart clears the kernel state of one language ("" for all) of u's
+// session; the files stay.
+func (s *Service) Restart(ctx context.Context, u store.User, id, language string) error {
+	l, err := s.liveFor(ctx, u, id)
+	if err != nil {
+		return err
+	}
+	release := l.hold()
+	defer release()
+	sess, err := l.sandbox(ctx, s.engine)
+	if err != nil {
+		return err
+	}
+	if err := sess.Restart(ctx, language); err != nil {
+		return err
+	}
+	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "session.restart", SessionID: id, Outcome: "ok",
+		Detail: jsonDetail(map[string]any{"language": language})})
+	return nil
+}

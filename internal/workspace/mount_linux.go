@@ -1,0 +1,113 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/internal/kiln"
+)
+
+// Create makes workspace id: a directory under the root with a tmpfs of
+// the given size and number of inodes mounted on it, owned by root with
+// mode 0700 until a sandbox takes it (native.Spec.HostDir gives it to the
+// sandbox's user). It returns the path. An id that already has a directory
+// is a conflict, mounted or not.
+func (d *Dir) Create(id string, bytes, inodes int64) (string, error) {
+	if err := validID(id); err != nil {
+		return "", err
+	}
+	if bytes <= 0 || inodes <= 0 {
+		return "", kiln.Errorf(kiln.Invalid, "workspace %s needs a positive size and number of inodes, not %d bytes and %d inodes", id, bytes, inodes)
+	}
+	p := d.Path(id)
+	if err := os.Mkdir(p, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", kiln.Errorf(kiln.Conflict, "workspace %s already exists", id)
+		}
+		return "", kiln.Wrap(kiln.Internal, err, "cannot create workspace %s", id)
+	}
+	// nosuid and nodev, but not noexec: user programs are built in the
+	// workspace and run from it.
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", bytes, inodes)
+	if err := unix.Mount("kiln-workspace", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		os.Remove(p)
+		return "", kiln.Wrap(kiln.Internal, err, "cannot mount workspace %s", id)
+	}
+	return p, nil
+}
+
+// Exists says whether workspace id is mounted: its directory is a tmpfs
+// other than the root's own filesystem.
+func (d *Dir) Exists(id string) bool {
+	if validID(id) != nil {
+		return false
+	}
+	return d.mounted(d.Path(id))
+}
+
+func (d *Dir) mounted(p string) bool {
+	var root, st unix.Stat_t
+	if unix.Lstat(d.root, &root) != nil || unix.Lstat(p, &st) != nil {
+		return false
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Dev == root.Dev {
+		return false
+	}
+	var sfs unix.Statfs_t
+	return unix.Statfs(p, &sfs) == nil && sfs.Type == unix.TMPFS_MAGIC
+}
+
+// Remove unmounts workspace id and removes its directory; its files are
+// gone. The unmount is lazy (MNT_DETACH): a sandbox that still has it
+// bound keeps it until that sandbox ends, and the memory is freed then.
+// Removing a workspace that is not there is not an error.
+func (d *Dir) Remove(id string) error {
+	if err := validID(id); err != nil {
+		return err
+	}
+	p := d.Path(id)
+	// More than one mount may be stacked there (a Create raced by hand, a
+	// mount made by an operator); take them all off.
+	for i := 0; d.mounted(p); i++ {
+		if i == 16 {
+			return kiln.Errorf(kiln.Internal, "workspace %s stays mounted after %d unmounts", id, i)
+		}
+		if err := unix.Unmount(p, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
+			return kiln.Wrap(kiln.Internal, err, "cannot unmount workspace %s", id)
+		}
+	}
+	err := os.Remove(p)
+	if errors.Is(err, unix.ENOTEMPTY) {
+		// A directory that lost its mount and then got files. RemoveAll
+		// does not follow symlinks.
+		err = os.RemoveAll(p)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return kiln.Wrap(kiln.Internal, err, "cannot remove workspace %s", id)
+	}
+	return nil
+}
+
+// Usage returns the bytes used in workspace id and its size.
+func (d *Dir) Usage(id string) (used, size int64, err error) {
+	if err := validID(id); err != nil {
+		return 0, 0, err
+	}
+	p := d.Path(id)
+	// statfs on a directory without its mount would describe the root's
+	// filesystem instead.
+	if !d.mounted(p) {
+		return 0, 0, kiln.Errorf(kiln.NotFound, "workspace %s is not mounted", id)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(p, &st); err != nil {
+		return 0, 0, kiln.Wrap(kiln.Internal, err, "cannot read the usage of workspace %s", id)
+	}
+	size = int64(st.Blocks) * st.Bsize
+	used = int64(st.Blocks-st.Bfree) * st.Bsize
+	return used, size, nil
+}

@@ -1,0 +1,185 @@
+// Package service_test drives a real `kiln serve` process: the load test
+// and the crash-recovery test. It needs root (sandboxes) and builds the
+// binary once.
+package service_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/client"
+)
+
+var kilnBin string
+
+func TestMain(m *testing.M) {
+	if os.Geteuid() != 0 {
+		fmt.Println("skipping: these tests need root to make sandboxes")
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "kiln-service-test")
+	if err != nil {
+		panic(err)
+	}
+	kilnBin = filepath.Join(dir, "kiln")
+	build := exec.Command("go", "build", "-o", kilnBin, "../../cmd/kiln")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Printf("build kiln: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func needRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make sandboxes")
+	}
+}
+
+// server is one `kiln serve` process on a data directory.
+type server struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	url  string
+	data string
+	key  string
+	logs *strings.Builder
+}
+
+var addrRE = regexp.MustCompile(`msg="kiln serving" addr=(\S+)`)
+
+// start runs kiln serve on data (made 0711 so sandboxes reach their
+// workspaces) and waits until it listens.
+func start(t *testing.T, data string, extra ...string) *server {
+	t.Helper()
+	keyFile := filepath.Join(data, "admin.key")
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-key-file", keyFile, "--pool", "0"}, extra...)
+	cmd := exec.Command(kilnBin, args...)
+	stderr, _ := cmd.StderrPipe()
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, cmd: cmd, data: data, logs: &strings.Builder{}}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			s.logs.WriteString(line + "\n")
+			if m := addrRE.FindStringSubmatch(line); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case addr := <-found:
+		s.url = "http://" + addr
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("kiln serve did not start:\n%s", s.logs)
+	}
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.key = strings.TrimSpace(string(b))
+	return s
+}
+
+func (s *server) client(key string) *client.Client {
+	c, err := client.New(s.url, key)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return c
+}
+
+// stop ends the server with SIGTERM and waits.
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		s.t.Errorf("kiln serve did not stop on SIGTERM:\n%s", s.logs)
+	}
+}
+
+func dataDir(t *testing.T) string {
+	d := t.TempDir()
+	os.Chmod(filepath.Dir(d), 0o711)
+	os.Chmod(d, 0o711)
+	return d
+}
+
+// sandboxProcesses counts processes running as a sandbox's host uid.
+func sandboxProcesses(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" {
+				if uid, _ := strconv.ParseUint(f[1], 10, 32); uid >= 1_200_000_000 {
+					out = append(out, e.Name())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// waitNoSandboxes waits until no sandbox process is left.
+func waitNoSandboxes(t *testing.T, why string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if len(sandboxProcesses(t)) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("%s: sandbox processes left: %v", why, sandboxProcesses(t))
+}
+
+// workspaceMounts lists mounts under the data directory.
+func workspaceMounts(t *testing.T, data string) []string {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], data) {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
