@@ -89,7 +89,6 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, c *call) erro
 	return nil
 }
 
-
 func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *call) error {
 	p, err := page(r)
 	if err != nil {

@@ -166,5 +166,3 @@ func (ws *wsCell) send(e client.Event) {
 		ws.conn.CloseNow()
 	}
 }
-
-

@@ -2,8 +2,8 @@ package service
 
 import (
 	"context"
-	"io"
 	"encoding/json"
+	"io"
 	"time"
 	"unicode/utf8"
 
