@@ -1,5 +1,3 @@
-//go:build kilnarchive
-
 package server
 
 import (
@@ -21,8 +19,11 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request, ag *agentclien
 		name = "workspace"
 	}
 	ext, ct := ".zip", "application/zip"
-	if format == archive.Tar {
+	switch format {
+	case archive.Tar:
 		ext, ct = ".tar", "application/x-tar"
+	case archive.TarGz:
+		ext, ct = ".tar.gz", "application/gzip"
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Content-Disposition", disposition(name+ext))

@@ -183,3 +183,47 @@ func TestWebSocketStdin(t *testing.T) {
 		t.Fatalf("after stdin: stdout %q, %+v, %v", out.String(), x, err)
 	}
 }
+
+// TestArchivesRoundTrip: a directory comes out as zip and tar and goes
+// back in unpacked; multipart, mkdir, move and delete work.
+func TestArchivesRoundTrip(t *testing.T) {
+	e := newEnv(t, options{})
+	ctx := ctxT(t)
+	c := e.user("ari")
+	s, err := c.CreateSession(ctx, client.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UploadMultipart(ctx, s.ID, "src", []client.File{{Path: "a.txt", Content: []byte("alpha")}, {Path: "b.txt", Content: []byte("beta")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Mkdir(ctx, s.ID, "src/deep/er"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Move(ctx, s.ID, client.MoveRequest{From: "src/b.txt", To: "src/deep/er/b.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Move(ctx, s.ID, client.MoveRequest{From: "src/a.txt", To: "src/deep/er/b.txt"})
+	wantProblem(t, "move onto an existing file", err, 409, "conflict")
+	for _, format := range []string{"zip", "tar"} {
+		var buf bytes.Buffer
+		if err := c.DownloadArchive(ctx, s.ID, "src", format, &buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Extract(ctx, s.ID, "copy-"+format, format, &buf); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if _, err := c.Download(ctx, s.ID, "copy-"+format+"/deep/er/b.txt", &got); err != nil || got.String() != "beta" {
+			t.Errorf("%s round trip: %q %v", format, got.String(), err)
+		}
+	}
+	err = c.DeleteFile(ctx, s.ID, "src", false)
+	wantProblem(t, "delete a non-empty directory", err, 409, "conflict")
+	if err := c.DeleteFile(ctx, s.ID, "src", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stat(ctx, s.ID, "src"); err == nil {
+		t.Error("src still there after a recursive delete")
+	}
+}
