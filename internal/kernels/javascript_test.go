@@ -269,8 +269,10 @@ func TestJavaScriptErrors(t *testing.T) {
 
 func TestJavaScriptBackgroundErrors(t *testing.T) {
 	k := startJS(t)
-	r1 := k.Exec("setTimeout(() => { throw new Error('late') }, 10); Promise.reject(new Error('rejected')); 1")
-	r2 := k.Exec("await new Promise(r => setTimeout(r, 100)); 'alive'")
+	// The timer leaves 100 ms for the second cell to start: enough on a
+	// loaded CI machine (10 ms was not).
+	r1 := k.Exec("setTimeout(() => { throw new Error('late') }, 100); Promise.reject(new Error('rejected')); 1")
+	r2 := k.Exec("await new Promise(r => setTimeout(r, 600)); 'alive'")
 	if r1.Status != kernelproto.StatusOK || r2.Status != kernelproto.StatusOK || text(t, r2.Results[0]) != "'alive'" {
 		t.Fatalf("statuses %q %q, results %+v", r1.Status, r2.Status, r2.Results)
 	}
