@@ -22,6 +22,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.Throughput, "throughput-runs", 200, "runs per throughput measurement")
 	cliToo := fs.Bool("cli", true, "also time `kiln run` as a separate process")
 	sessions := fs.Bool("sessions", true, "also measure sessions: ready time and warm cells")
+	svc := fs.Bool("service", true, "also measure the HTTP service: session creation, warm cells, /v1/run, idle memory")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -49,13 +50,21 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	r.Print(stdout)
-	if !*sessions {
-		return nil
+	if *sessions {
+		sr, err := bench.Sessions(ctx, e, max(o.Runs/2, 5), stderr)
+		if err != nil {
+			return err
+		}
+		sr.Print(stdout)
 	}
-	sr, err := bench.Sessions(ctx, e, max(o.Runs/2, 5), stderr)
-	if err != nil {
-		return err
+	if *svc {
+		so := bench.ServiceOptions{Runs: o.Runs, Cells: o.Runs * 10, Throughput: o.Throughput, Concurrency: 8,
+			IdleSessions: 100, PoolSize: 4, Log: log}
+		vr, err := bench.Service(ctx, e, so, stderr)
+		if err != nil {
+			return err
+		}
+		vr.Print(stdout)
 	}
-	sr.Print(stdout)
 	return nil
 }
