@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/kiln-dev/kiln/client"
@@ -31,23 +30,17 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request, c *call) error 
 	return nil
 }
 
-// languages are detected once (each takes a runtime start) and kept.
-var (
-	langOnce sync.Once
-	langList []client.Language
-)
-
 func (s *Server) languages(w http.ResponseWriter, r *http.Request, c *call) error {
-	langOnce.Do(func() {
+	s.langOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
 		defer cancel()
 		for _, info := range lang.Detect(ctx) {
 			l := client.Language{Name: info.Name, Aliases: info.Aliases, Kind: string(info.Kind), Version: info.Version,
 				Available: info.Found, Problem: info.Problem}
-			langList = append(langList, l)
+			s.langList = append(s.langList, l)
 		}
 	})
-	return writeJSON(w, http.StatusOK, langList)
+	return writeJSON(w, http.StatusOK, s.langList)
 }
 
 var errAdminOnly = kiln.Errorf(kiln.Forbidden, "only an admin may read the metrics")

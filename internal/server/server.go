@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/client"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/server/openapi"
 	"github.com/kiln-dev/kiln/internal/service"
@@ -64,6 +66,9 @@ type Server struct {
 	// UI, when set, serves everything outside /v1 and /metrics (the web
 	// notebook).
 	UI http.Handler
+
+	langOnce sync.Once // languages are detected once: each takes a runtime start
+	langList []client.Language
 }
 
 // New returns the API of svc.
@@ -125,6 +130,7 @@ func (s *Server) register() {
 func (s *Server) handle(pattern string, h handler) {
 	s.routes = append(s.routes, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		noteRoute(w, r)
 		c, err := s.authenticate(r)
 		if err == nil {
 			err = s.limits.allow(c.key.ID)
@@ -145,6 +151,7 @@ func (s *Server) handle(pattern string, h handler) {
 func (s *Server) public(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
 	s.routes = append(s.routes, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		noteRoute(w, r)
 		if err := h(w, r); err != nil {
 			writeError(w, r, s.log, err)
 		}
@@ -192,12 +199,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(rec, r, s.log, kiln.Errorf(kiln.Internal, "internal error"))
 			}
 		}
-		_, pattern := s.mux.Handler(r)
-		if pattern == "" {
-			pattern = "other"
+		route := rec.route
+		if route == "" {
+			route = "other"
 		}
-		s.svc.Metrics().HTTP(pattern, rec.status, time.Since(start))
-		s.log.Debug("request", "request_id", id, "method", r.Method, "route", pattern, "status", rec.status, "duration", time.Since(start))
+		s.svc.Metrics().HTTP(route, rec.status, time.Since(start))
+		s.log.Debug("request", "request_id", id, "method", r.Method, "route", route, "status", rec.status, "duration", time.Since(start))
 	}()
 	if s.UI != nil && !strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != "/metrics" {
 		s.UI.ServeHTTP(rec, r)
@@ -212,6 +219,15 @@ type recorder struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
+	route  string // the mux pattern that served the request
+}
+
+// noteRoute tells ServeHTTP's recorder which pattern matched, so that the
+// mux is not asked a second time for metrics.
+func noteRoute(w http.ResponseWriter, r *http.Request) {
+	if rec, ok := w.(*recorder); ok {
+		rec.route = r.Pattern
+	}
 }
 
 func (r *recorder) WriteHeader(code int) {
