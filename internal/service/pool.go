@@ -15,12 +15,23 @@ import (
 // workspace, so that a new session takes one instead of waiting for a
 // sandbox and a kernel. A pooled sandbox serves exactly one session: it is
 // handed over, never returned.
+//
+// The pool holds at most size sandboxes at any moment, counting the one
+// being made: a place (a token in room) is taken before a sandbox is made
+// and given back only when a session takes it, so --pool N means N
+// sandboxes, as the kiln_pool_ready metric says.
 type pool struct {
-	s     *Service
 	size  int
 	ready chan *pooled
+	room  chan struct{} // one token per sandbox made or being made
 	stop  chan struct{}
 	done  sync.WaitGroup
+
+	// make, discard and setReady are the Service's; tests pass fakes.
+	make     func() (*pooled, error)
+	discard  func(*pooled)
+	setReady func(int)
+	failed   func(error)
 }
 
 type pooled struct {
@@ -30,7 +41,16 @@ type pooled struct {
 }
 
 func newPool(s *Service, size int) *pool {
-	p := &pool{s: s, size: size, ready: make(chan *pooled, max(size, 1)), stop: make(chan struct{})}
+	return startPool(size, func() (*pooled, error) { return s.makePooled() }, s.discardPooled, s.metrics.SetPoolReady,
+		func(err error) {
+			s.metrics.SandboxFailure("pool")
+			s.log.Error("warm pool: could not make a sandbox", "err", err)
+		})
+}
+
+func startPool(size int, mk func() (*pooled, error), discard func(*pooled), setReady func(int), failed func(error)) *pool {
+	p := &pool{size: size, ready: make(chan *pooled, max(size, 1)), room: make(chan struct{}, max(size, 1)),
+		stop: make(chan struct{}), make: mk, discard: discard, setReady: setReady, failed: failed}
 	if size > 0 {
 		p.done.Add(1)
 		go p.fill()
@@ -50,7 +70,8 @@ func (p *pool) take(use func(*pooled)) bool {
 	select {
 	case pd := <-p.ready:
 		use(pd)
-		p.s.metrics.SetPoolReady(len(p.ready))
+		p.setReady(len(p.ready))
+		<-p.room // the sandbox is the session's now: make the next
 		return true
 	default:
 		return false
@@ -63,10 +84,15 @@ func (p *pool) fill() {
 	defer p.done.Done()
 	pause := 100 * time.Millisecond
 	for {
+		select {
+		case p.room <- struct{}{}:
+		case <-p.stop:
+			return
+		}
 		pd, err := p.make()
 		if err != nil {
-			p.s.metrics.SandboxFailure("pool")
-			p.s.log.Error("warm pool: could not make a sandbox", "err", err)
+			<-p.room
+			p.failed(err)
 			select {
 			case <-time.After(pause):
 				pause = min(2*pause, 30*time.Second)
@@ -76,30 +102,26 @@ func (p *pool) fill() {
 			}
 		}
 		pause = 100 * time.Millisecond
-		select {
-		case p.ready <- pd:
-			p.s.metrics.SetPoolReady(len(p.ready))
-		case <-p.stop:
-			p.discard(pd)
-			return
-		}
+		// There is room in ready: it holds fewer than the tokens taken.
+		p.ready <- pd
+		p.setReady(len(p.ready))
 	}
 }
 
-// make builds one pooled sandbox and starts its Python kernel by running
-// an empty cell.
-func (p *pool) make() (*pooled, error) {
+// makePooled builds one pooled sandbox and starts its Python kernel by
+// running an empty cell.
+func (s *Service) makePooled() (*pooled, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	lim := kiln.DefaultLimits()
 	id := store.NewID()
-	path, err := p.s.ws.Create(id, lim.WorkspaceBytes, lim.Inodes)
+	path, err := s.ws.Create(id, lim.WorkspaceBytes, lim.Inodes)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := p.s.engine.NewSession(ctx, engine.SessionSpec{HostDir: path})
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{HostDir: path})
 	if err != nil {
-		p.s.ws.Remove(id)
+		s.ws.Remove(id)
 		return nil, err
 	}
 	pd := &pooled{id: id, path: path, sess: sess}
@@ -108,15 +130,15 @@ func (p *pool) make() (*pooled, error) {
 		err = kiln.Errorf(kiln.SandboxError, "the warm-up cell ended %s", res.Status)
 	}
 	if err != nil {
-		p.discard(pd)
+		s.discardPooled(pd)
 		return nil, err
 	}
 	return pd, nil
 }
 
-func (p *pool) discard(pd *pooled) {
+func (s *Service) discardPooled(pd *pooled) {
 	pd.sess.Close(context.Background())
-	p.s.ws.Remove(pd.id)
+	s.ws.Remove(pd.id)
 }
 
 // close stops filling and destroys the ready sandboxes.
@@ -127,6 +149,7 @@ func (p *pool) close(ctx context.Context) {
 		select {
 		case pd := <-p.ready:
 			p.discard(pd)
+			p.setReady(len(p.ready))
 		default:
 			return
 		}
