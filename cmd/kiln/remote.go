@@ -165,7 +165,11 @@ func (r *remote) fail(err error) error {
 func (r *remote) problemMessage(p *client.Problem) string {
 	msg := first(p.Detail, p.Title, fmt.Sprintf("the server answered %d", p.Status))
 	if p.Status == 401 && !r.hasKey {
-		msg += " (no API key was given: use --key, $KILN_KEY or the config file)"
+		// The server's words are about HTTP headers; at a shell, say
+		// where the CLI looks for a key.
+		where := first(configPath(os.Getenv), "~/.config/kiln/client.json")
+		msg = fmt.Sprintf("no API key was given. Set KILN_KEY=KEY, pass --key KEY, or save {\"server\": %q, \"key\": \"KEY\"} in %s (chmod 600). "+
+			"An admin makes keys with \"kiln key create\"; on the server's host, root can with \"kiln admin key\"", r.server, where)
 	}
 	if p.RetryAfterSeconds > 0 {
 		msg += fmt.Sprintf(" (retry in %d s)", p.RetryAfterSeconds)

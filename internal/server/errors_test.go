@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -63,7 +64,16 @@ func TestErrorsAreProblems(t *testing.T) {
 		{"bad limit", "POST", "/v1/sessions", key, "application/json", `{"limits":{"memory_bytes":1}}`, 400, "invalid", "allowed range"},
 		{"bad network", "POST", "/v1/sessions", key, "application/json", `{"network":"host"}`, 400, "invalid", "allowed: none"},
 		{"bad metadata key", "POST", "/v1/sessions", key, "application/json", `{"metadata":{"a b":"c"}}`, 400, "invalid", "metadata key"},
-		{"unknown session", "GET", "/v1/sessions/0123", key, "", "", 404, "not_found", "not found"},
+		{"unknown session", "GET", "/v1/sessions/0123", key, "", "", 404, "not_found", `no session "0123"`},
+		{"unknown session's files", "GET", "/v1/sessions/0123/files/a.txt", key, "", "", 404, "not_found", `no session "0123"`},
+		{"unknown execution", "GET", "/v1/executions/0456", key, "", "", 404, "not_found", `no execution "0456"`},
+		{"unknown user", "GET", "/v1/users/0789", key, "", "", 404, "not_found", `no user "0789"`},
+		{"unknown key", "DELETE", "/v1/users/me/keys/0abc", key, "", "", 404, "not_found", `no key "0abc"`},
+		// Go's mux would redirect these to the cleaned path (307), and a
+		// client following it would send the body to another route.
+		{"dot-dot in a file path", "PUT", "/v1/sessions/0123/files/a/../../../../run", key, "", "x", 400, "invalid", `".." segment`},
+		{"dot in a file path", "DELETE", "/v1/sessions/0123/files/./a", key, "", "", 400, "invalid", `"." segment`},
+		{"empty segment", "GET", "/v1/sessions//files", key, "", "", 400, "invalid", "empty segment"},
 		{"unknown route", "GET", "/v1/nope", key, "", "", 404, "not_found", "no such API route"},
 		{"bad limit param", "GET", "/v1/sessions?limit=0", key, "", "", 400, "invalid", "limit"},
 		{"bad status param", "GET", "/v1/sessions?status=zombie", key, "", "", 400, "invalid", "zombie"},
@@ -94,9 +104,16 @@ func TestUsersKeysAndOwnership(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A 404 names what was not found.
+	_, err = a.Download(ctx, s.ID, "nope.txt", io.Discard)
+	if p := wantProblem(t, "alice downloads a missing file", err, 404, "not_found"); !strings.Contains(p.Detail, `no file or directory "nope.txt" in session "`+s.ID+`"`) {
+		t.Errorf("missing file: detail %q does not name the file and session", p.Detail)
+	}
 	// Everything of alice's is a 404 to bob, never a 403.
 	_, err = b.Session(ctx, s.ID)
-	wantProblem(t, "bob gets alice's session", err, 404, "not_found")
+	if p := wantProblem(t, "bob gets alice's session", err, 404, "not_found"); p.Detail != fmt.Sprintf("no session %q", s.ID) {
+		t.Errorf("bob gets alice's session: detail %q", p.Detail)
+	}
 	_, err = b.Exec(ctx, s.ID, client.ExecRequest{Code: "1"})
 	wantProblem(t, "bob runs in alice's session", err, 404, "not_found")
 	_, err = b.Execution(ctx, x.ID)

@@ -36,15 +36,15 @@ func wsPath(p string, rootOK bool) (string, error) {
 	return path.Clean(p), nil
 }
 
-// fileErr turns an agent's file error into a user's.
-func fileErr(p string, err error) error {
+// fileErr turns an agent's file error into a user's; r names the session.
+func fileErr(r *http.Request, p string, err error) error {
 	if p == "" {
 		p = "."
 	}
 	q := trunc(p, 200)
 	switch agentclient.ErrorCode(err) {
 	case protocol.ErrNotFound:
-		return kiln.Errorf(kiln.NotFound, "no such file or directory in the workspace: %q", q)
+		return kiln.Errorf(kiln.NotFound, "no file or directory %q in session %q", q, trunc(r.PathValue("id"), 100))
 	case protocol.ErrExists:
 		return kiln.Errorf(kiln.Conflict, "%q exists; ask to overwrite it", q)
 	case protocol.ErrInvalid:
@@ -84,7 +84,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *call) error 
 	fi := protocol.FileInfo{Name: ".", Type: "dir"}
 	if p != "" {
 		if fi, err = ag.Stat(r.Context(), p); err != nil {
-			return fileErr(p, err)
+			return fileErr(r, p, err)
 		}
 	}
 	dir := path.Dir(p)
@@ -96,7 +96,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *call) error 
 	case fi.Type == "dir":
 		entries, err := ag.List(r.Context(), p)
 		if err != nil {
-			return fileErr(p, err)
+			return fileErr(r, p, err)
 		}
 		out := client.FileList{Path: p, Entries: make([]client.FileInfo, 0, len(entries))}
 		for _, e := range entries {
@@ -112,7 +112,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *call) error 
 	// User-written HTML or SVG must never run as this origin's page.
 	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	if _, err := ag.ReadTo(r.Context(), p, w, fi.Size); err != nil {
-		return fileErr(p, err) // once bytes went out, the client sees a short body
+		return fileErr(r, p, err) // once bytes went out, the client sees a short body
 	}
 	return nil
 }
@@ -166,11 +166,11 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c *call) error 
 	}
 	s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.write", map[string]any{"path": p}, err)
 	if err != nil {
-		return s.uploadErr(p, err)
+		return s.uploadErr(r, p, err)
 	}
 	fi, err := ag.Stat(r.Context(), p)
 	if err != nil {
-		return fileErr(p, err)
+		return fileErr(r, p, err)
 	}
 	status := http.StatusCreated
 	if existed {
@@ -179,12 +179,12 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c *call) error 
 	return writeJSON(w, status, fromFileInfo(path.Dir(p), fi))
 }
 
-func (s *Server) uploadErr(p string, err error) error {
+func (s *Server) uploadErr(r *http.Request, p string, err error) error {
 	var big *http.MaxBytesError
 	if errors.As(err, &big) {
 		return kiln.Errorf(kiln.TooLarge, "the upload is over the %s allowed", kiln.FormatBytes(s.cfg.MaxUploadBytes))
 	}
-	return fileErr(p, err)
+	return fileErr(r, p, err)
 }
 
 // postFiles takes multipart files or an archive into a directory.
@@ -204,7 +204,7 @@ func (s *Server) postFiles(w http.ResponseWriter, r *http.Request, c *call) erro
 		written, err = s.extract(r, ag, dir, x, body)
 		s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.extract", map[string]any{"dir": dir, "files": len(written)}, err)
 		if err != nil {
-			return s.uploadErr(dir, err)
+			return s.uploadErr(r, dir, err)
 		}
 	} else if written, err = s.multipart(r, c, ag, dir, body); err != nil {
 		s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.write", map[string]any{"dir": dir, "files": len(written)}, err)
@@ -234,7 +234,7 @@ func (s *Server) multipart(r *http.Request, c *call, ag *agentclient.Client, dir
 			break
 		}
 		if err != nil {
-			return written, s.uploadErr(dir, kiln.Wrap(kiln.Invalid, err, "the multipart body is malformed"))
+			return written, s.uploadErr(r, dir, kiln.Wrap(kiln.Invalid, err, "the multipart body is malformed"))
 		}
 		name := part.FileName()
 		if name == "" {
@@ -246,7 +246,7 @@ func (s *Server) multipart(r *http.Request, c *call, ag *agentclient.Client, dir
 			return written, err
 		}
 		if _, err := ag.WriteFrom(r.Context(), p, part, 0o644); err != nil {
-			return written, s.uploadErr(p, err)
+			return written, s.uploadErr(r, p, err)
 		}
 		written = append(written, p)
 		s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.write", map[string]any{"path": p}, nil)
@@ -274,7 +274,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c *call) err
 	err = ag.Delete(r.Context(), p, recursive)
 	s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.delete", map[string]any{"path": p, "recursive": recursive}, err)
 	if err != nil {
-		return fileErr(p, err)
+		return fileErr(r, p, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -299,11 +299,11 @@ func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, c *call) error {
 	err = ag.Mkdir(r.Context(), p)
 	s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.mkdir", map[string]any{"path": p}, err)
 	if err != nil {
-		return fileErr(p, err)
+		return fileErr(r, p, err)
 	}
 	fi, err := ag.Stat(r.Context(), p)
 	if err != nil {
-		return fileErr(p, err)
+		return fileErr(r, p, err)
 	}
 	return writeJSON(w, http.StatusCreated, fromFileInfo(path.Dir(p), fi))
 }
@@ -330,13 +330,13 @@ func (s *Server) move(w http.ResponseWriter, r *http.Request, c *call) error {
 	s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.move", map[string]any{"from": from, "to": to}, err)
 	if err != nil {
 		if agentclient.ErrorCode(err) == protocol.ErrExists {
-			return fileErr(to, err)
+			return fileErr(r, to, err)
 		}
-		return fileErr(from, err)
+		return fileErr(r, from, err)
 	}
 	fi, err := ag.Stat(r.Context(), to)
 	if err != nil {
-		return fileErr(to, err)
+		return fileErr(r, to, err)
 	}
 	return writeJSON(w, http.StatusOK, fromFileInfo(path.Dir(to), fi))
 }

@@ -8,6 +8,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -142,9 +143,30 @@ func (s *Server) handle(pattern string, h handler) {
 			err = h(w, r, c)
 		}
 		if err != nil {
-			writeError(w, r, s.log, err)
+			writeError(w, r, s.log, namedNotFound(r, err))
 		}
 	})
+}
+
+// namedNotFound gives the store's bare "not found" the name of what the
+// route looked for, so that a user knows which id was wrong. Another
+// user's record reads the same as a missing one.
+func namedNotFound(r *http.Request, err error) error {
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	id := trunc(r.PathValue("id"), 100)
+	switch p := r.Pattern; {
+	case strings.Contains(p, "/v1/users/{id}/keys/{key}"):
+		return kiln.Wrap(kiln.NotFound, err, "no key %q of user %q (or it is already revoked)", trunc(r.PathValue("key"), 100), id)
+	case strings.Contains(p, "/v1/users/{id}"):
+		return kiln.Wrap(kiln.NotFound, err, "no user %q", id)
+	case strings.Contains(p, "/v1/sessions/{id}"):
+		return kiln.Wrap(kiln.NotFound, err, "no session %q", id)
+	case strings.Contains(p, "/v1/executions/{id}"):
+		return kiln.Wrap(kiln.NotFound, err, "no execution %q", id)
+	}
+	return err
 }
 
 // public serves a route that needs no key.
@@ -206,6 +228,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.svc.Metrics().HTTP(route, rec.status, time.Since(start))
 		s.log.Debug("request", "request_id", id, "method", r.Method, "route", route, "status", rec.status, "duration", time.Since(start))
 	}()
+	if err := cleanURLPath(r.URL.Path); err != nil {
+		writeError(rec, r, s.log, err)
+		return
+	}
 	if s.UI != nil && !strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != "/metrics" {
 		s.UI.ServeHTTP(rec, r)
 		return
@@ -250,6 +276,26 @@ func (r *recorder) Flush() {
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// cleanURLPath refuses an API path with a ".", ".." or empty segment.
+// Go's mux would answer those with a redirect to the cleaned path, and a
+// client that follows it sends its body (an upload, a delete) to another
+// route than the one it named.
+func cleanURLPath(p string) error {
+	if !strings.HasPrefix(p, "/v1/") {
+		return nil
+	}
+	segs := strings.Split(p[1:], "/")
+	for i, seg := range segs {
+		switch {
+		case seg == "." || seg == "..":
+			return kiln.Errorf(kiln.Invalid, "the URL path %q has a %q segment; name a file by its path inside the workspace, without . or .. segments", trunc(p, 200), seg)
+		case seg == "" && i < len(segs)-1: // a trailing slash is fine
+			return kiln.Errorf(kiln.Invalid, "the URL path %q has an empty segment (//); a file's path is relative to the workspace", trunc(p, 200))
+		}
+	}
+	return nil
+}
 
 func serveOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/json")
