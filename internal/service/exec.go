@@ -104,6 +104,9 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req 
 		ev.Started(e)
 	}
 	res, runErr := sess.Run(ctx, engine.Cell{Language: req.Language, Code: req.Code, Stdin: req.Stdin, StdinStream: req.StdinStream, Timeout: req.Timeout, Args: req.Args}, ev.Events)
+	if stopped := s.stoppedUnder(l, req.Language, res, runErr); stopped != nil {
+		res, runErr = *stopped, nil
+	}
 	if runErr != nil {
 		res = s.failedCell(ctx, l, sess, req.Language, runErr)
 	}
@@ -125,6 +128,33 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req 
 	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "execution", SessionID: sessionID, ExecutionID: e.ID,
 		CodeHash: e.CodeHash, Outcome: string(res.Status), Detail: jsonDetail(map[string]any{"language": req.Language, "seq": e.Seq})})
 	return e, nil
+}
+
+// stoppedUnder is the result of a cell whose sandbox went away under it
+// because the session ended (deleted) or kiln is stopping: the cell was
+// interrupted, and the notice says by what. It is nil for a cell that
+// ended by itself, whose result stands.
+func (s *Service) stoppedUnder(l *live, language string, res kiln.CellResult, runErr error) *kiln.CellResult {
+	if runErr == nil && res.Status != kiln.StatusInterrupted {
+		return nil
+	}
+	var notice string
+	if why := l.endedFor(); why != "" {
+		notice = "the session was " + why + " while this cell ran; it was interrupted"
+		if why != ReasonDeleted {
+			notice = "the session ended (" + why + ") while this cell ran; it was interrupted"
+		}
+	} else if s.stopping() {
+		notice = noticeInterrupted
+	} else {
+		return nil
+	}
+	if runErr != nil {
+		res = kiln.CellResult{Language: language}
+	}
+	res.Status, res.Error = kiln.StatusInterrupted, nil
+	res.Notice = joinNotice(notice, res.Notice)
+	return &res
 }
 
 // failedCell is the result recorded for a cell that could not run: a

@@ -24,6 +24,7 @@ type live struct {
 	busy       int             // running cells, open streams, file operations
 	lastActive time.Time
 	ended      bool
+	endReason  string // why it ended, for a cell that was running then
 }
 
 func newLive(rec store.Session, path string, sess *engine.Session) *live {
@@ -97,13 +98,24 @@ func (l *live) lockCells(ctx context.Context) error {
 
 func (l *live) unlockCells() { <-l.cells }
 
-// end marks the session ended and destroys its sandbox; the workspace is
-// the caller's to remove.
-func (l *live) end(ctx context.Context) {
+// end marks the session ended for reason and destroys its sandbox; the
+// workspace is the caller's to remove.
+func (l *live) end(ctx context.Context, reason string) {
 	l.mu.Lock()
 	l.ended = true
+	l.endReason = reason
 	l.mu.Unlock()
 	l.closeSandbox(ctx)
+}
+
+// endedFor says why the session ended, "" while it is active.
+func (l *live) endedFor() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.ended {
+		return ""
+	}
+	return l.endReason
 }
 
 // closeSandbox destroys the sandbox, if any, leaving the workspace.

@@ -181,6 +181,16 @@ func (s *Service) Close(ctx context.Context) error {
 	return nil
 }
 
+// stopping says whether Close has begun.
+func (s *Service) stopping() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // Ready reports whether the service can take work: the store answers.
 func (s *Service) Ready(ctx context.Context) error {
 	_, _, err := s.store.ListUsers(ctx, store.Page{Limit: 1})

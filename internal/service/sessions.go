@@ -119,7 +119,7 @@ func (s *Service) CreateSession(ctx context.Context, u store.User, spec SessionS
 	}
 	rec := l.rec
 	if err := s.store.CreateSession(ctx, &rec); err != nil {
-		l.end(context.WithoutCancel(ctx))
+		l.end(context.WithoutCancel(ctx), ReasonDeleted)
 		s.ws.Remove(rec.ID)
 		return store.Session{}, err
 	}
@@ -251,7 +251,7 @@ func (s *Service) endSession(ctx context.Context, l *live, reason, metric string
 	delete(s.sessions, l.rec.ID)
 	s.mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
-	l.end(ctx)
+	l.end(ctx, reason)
 	if err := s.ws.Remove(l.rec.ID); err != nil {
 		s.log.Error("remove workspace", "session", l.rec.ID, "err", err)
 	}

@@ -1,0 +1,110 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/agent"
+	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/store"
+	"github.com/kiln-dev/kiln/internal/store/sqlite"
+)
+
+func TestMain(m *testing.M) {
+	agent.Dispatch()
+	os.Exit(m.Run())
+}
+
+// syncBuffer is a log sink that tests read while the service writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testService is a real service on the native backend (root only), with
+// its log kept for the test to read.
+type testService struct {
+	*Service
+	logs *syncBuffer
+}
+
+func newTestService(t *testing.T, cfg Config) *testService {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make sandboxes")
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	ctx := context.Background()
+	dir := t.TempDir()
+	// The sandboxes' unprivileged host uids must reach their workspaces.
+	os.Chmod(filepath.Dir(dir), 0o711)
+	os.Chmod(dir, 0o711)
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "kiln.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := native.New(native.Config{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = dir
+	if cfg.PoolSize == 0 {
+		cfg.PoolSize = -1
+	}
+	svc, err := New(ctx, cfg, st, engine.New(b, log), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		svc.mu.Lock()
+		all := make([]*live, 0, len(svc.sessions))
+		for _, l := range svc.sessions {
+			all = append(all, l)
+		}
+		svc.mu.Unlock()
+		for _, l := range all {
+			svc.endSession(ctx, l, ReasonDeleted, "deleted")
+		}
+		svc.Close(ctx)
+		st.Close()
+	})
+	return &testService{Service: svc, logs: logs}
+}
+
+// user makes a user in the store.
+func (ts *testService) user(t *testing.T, name string, admin bool) store.User {
+	t.Helper()
+	u := store.User{Name: name, Admin: admin}
+	if err := ts.store.CreateUser(context.Background(), &u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
