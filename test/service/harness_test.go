@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -74,6 +75,7 @@ func start(t *testing.T, data string, extra ...string) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	ourServers.Store(cmd.Process.Pid, true)
 	s := &server{t: t, cmd: cmd, data: data, logs: &strings.Builder{}}
 	found := make(chan string, 1)
 	go func() {
@@ -129,9 +131,26 @@ func dataDir(t *testing.T) string {
 	return d
 }
 
-// sandboxProcesses counts processes running as a sandbox's host uid.
+// Sandbox uids and slots, as native.Config's defaults make them.
+const (
+	uidBase     = 1_200_000_000
+	uidsPerSlot = 65536
+	slotsDir    = "/run/kiln/slots"
+)
+
+// ourServers are the pids of the kiln serve processes the tests started.
+var ourServers sync.Map
+
+// sandboxProcesses lists the processes of sandboxes that are not another
+// kiln process's. Every sandbox runs as the host uid range of its slot,
+// and the kiln process that made it holds an flock on the slot's file; a
+// sandbox whose slot a live process the tests did not start holds (a
+// `kiln serve` with its warm pool on the same machine) is not theirs to
+// count. A sandbox whose slot nobody holds outlived its maker, so it is
+// counted.
 func sandboxProcesses(t *testing.T) []string {
 	t.Helper()
+	holders := slotHolders(t)
 	var out []string
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -143,17 +162,65 @@ func sandboxProcesses(t *testing.T) []string {
 			continue
 		}
 		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" {
-				if uid, _ := strconv.ParseUint(f[1], 10, 32); uid >= 1_200_000_000 {
-					out = append(out, e.Name())
-				}
+			f := strings.Fields(l)
+			if len(f) < 2 || f[0] != "Uid:" {
+				continue
 			}
+			uid, _ := strconv.ParseUint(f[1], 10, 32)
+			if uid < uidBase {
+				break
+			}
+			holder, held := holders[int((uid-uidBase)/uidsPerSlot)]
+			if _, ours := ourServers.Load(holder); held && !ours {
+				break // another kiln's sandbox
+			}
+			out = append(out, e.Name())
 		}
 	}
 	return out
 }
 
-// waitNoSandboxes waits until no sandbox process is left.
+// slotHolders maps each locked slot to the pid holding its flock, from
+// /proc/locks.
+func slotHolders(t *testing.T) map[int]int {
+	t.Helper()
+	byInode := map[uint64]int{}
+	ents, _ := os.ReadDir(slotsDir)
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		fi, ierr := e.Info()
+		if err != nil || ierr != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			byInode[st.Ino] = n
+		}
+	}
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		t.Fatalf("read /proc/locks: %v", err)
+	}
+	holders := map[int]int{}
+	// "1: FLOCK  ADVISORY  WRITE 1234 00:19:5678 0 EOF"
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 6 || f[1] != "FLOCK" {
+			continue
+		}
+		dev := strings.Split(f[5], ":")
+		pid, perr := strconv.Atoi(f[4])
+		ino, ierr := strconv.ParseUint(dev[len(dev)-1], 10, 64)
+		if perr != nil || ierr != nil {
+			continue
+		}
+		if n, ok := byInode[ino]; ok {
+			holders[n] = pid
+		}
+	}
+	return holders
+}
+
+// waitNoSandboxes waits until none of the tests' sandbox processes is left.
 func waitNoSandboxes(t *testing.T, why string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
