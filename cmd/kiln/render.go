@@ -75,18 +75,19 @@ func (r *renderer) report(res kiln.CellResult) {
 			fmt.Fprintf(r.stderr, "%s: %s\n", res.Error.Name, res.Error.Message)
 		}
 	}
-	switch res.Status {
-	case kiln.StatusInterrupted:
-		fmt.Fprintln(r.stderr, "kiln: interrupted")
-	case kiln.StatusTimeout:
-		fmt.Fprintln(r.stderr, "kiln: time limit reached; the cell was stopped")
-	case kiln.StatusMemory:
-		fmt.Fprintln(r.stderr, "kiln: memory limit reached")
-	case kiln.StatusOutput:
-		fmt.Fprintln(r.stderr, "kiln: output limit reached; the cell was stopped")
-	}
-	if res.Notice != "" && res.Status != kiln.StatusMemory {
+	// The notice names the limit that stopped the cell and what became of
+	// the kernel's state; the status line is for results without one.
+	switch {
+	case res.Notice != "":
 		fmt.Fprintf(r.stderr, "kiln: %s\n", res.Notice)
+	case res.Status == kiln.StatusInterrupted:
+		fmt.Fprintln(r.stderr, "kiln: interrupted")
+	case res.Status == kiln.StatusTimeout:
+		fmt.Fprintln(r.stderr, "kiln: time limit reached; the cell was stopped")
+	case res.Status == kiln.StatusMemory:
+		fmt.Fprintln(r.stderr, "kiln: memory limit reached; the kernel's state is lost")
+	case res.Status == kiln.StatusOutput:
+		fmt.Fprintln(r.stderr, "kiln: output limit reached; the cell was stopped")
 	}
 	if r.artifactHint == "" {
 		return

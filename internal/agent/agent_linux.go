@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 
@@ -42,6 +43,9 @@ func Main() {
 	os.Exit(0)
 }
 
+// agentSoftMemory is the Go heap the agent aims to stay under.
+const agentSoftMemory = 64 << 20
+
 // Agent is one running agent.
 type Agent struct {
 	cfg    protocol.AgentConfig
@@ -63,6 +67,11 @@ type Agent struct {
 
 func newAgent(cfg protocol.AgentConfig) (*Agent, error) {
 	os.Clearenv()
+	// The agent's cgroup has a small memory limit (cgroups.DefaultAgentLimits)
+	// that a burst of garbage must not reach: past this the collector runs
+	// as often as it must. What the agent holds is bounded by design; this
+	// keeps the garbage from piling up on top of it.
+	debug.SetMemoryLimit(agentSoftMemory)
 	// Only the service ends the agent, by closing the connection or killing
 	// it; stray job-control signals must not (Go would exit on SIGINT).
 	// They are caught and dropped, not ignored: an ignored disposition

@@ -2,11 +2,13 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/kernelproto"
+	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
@@ -110,7 +112,7 @@ func (a *Agent) runCell(id uint64, req protocol.Cell, in *stdinQueue) {
 	done.OutputBytes = min(c.output.Load(), c.limit)
 	if usage1.OOMKills > usage0.OOMKills && done.KernelLost {
 		done.Status = protocol.CellMemory
-		done.Reason = "the cell used more memory than the session's limit and the kernel was killed; its state is lost and the next cell starts a new one"
+		done.Reason = "the " + k.lang + " kernel was killed and is restarted with the next cell: its state (variables, imports, definitions) is lost"
 	}
 	done.Artifacts = protocol.Diff(before, a.snapshot())
 }
@@ -130,9 +132,20 @@ func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 			}
 			switch env.Type {
 			case kernelproto.TDisplay, kernelproto.TExecuteResult:
-				a.out.Send(id, protocol.TDisplay, json.RawMessage(line))
+				if c.charge(int64(len(line))) {
+					a.out.Send(id, protocol.TDisplay, json.RawMessage(line))
+				}
 			case kernelproto.TError:
-				a.out.Send(id, protocol.TCellError, json.RawMessage(line))
+				if c.charge(int64(len(line))) {
+					a.out.Send(id, protocol.TCellError, json.RawMessage(line))
+				}
+			case tOverlong:
+				var o overlong
+				json.Unmarshal(line, &o)
+				if c.charge(o.Size) {
+					c.forward(a, id, protocol.TStderr)([]byte(fmt.Sprintf("\nkiln: a message of %s from the kernel was dropped: one display may be at most %s\n",
+						kiln.FormatBytes(o.Size), kiln.FormatBytes(lineCap))))
+				}
 			case kernelproto.TStdinRequest:
 				select {
 				case c.asks <- struct{}{}:
@@ -146,7 +159,7 @@ func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 		case <-c.kill:
 			status, _ := c.stopping.Load().(string)
 			return protocol.CellDone{Status: status, KernelLost: true,
-				Reason: "the kernel did not stop the cell within " + stopGrace.String() + " and was restarted; its state is lost"}
+				Reason: "the " + k.lang + " kernel did not stop the cell within " + stopGrace.String() + " and was restarted: its state (variables, imports, definitions) is lost"}
 		}
 	}
 }
@@ -182,7 +195,9 @@ func (c *cellRun) serveStdin(in *stdinQueue, ended <-chan struct{}) {
 // agent asked for (timeout, output limit) names its reason.
 func cellStatus(c *cellRun, d kernelproto.Done) protocol.CellDone {
 	out := protocol.CellDone{Status: d.Status, ExitCode: d.ExitCode}
-	if s, _ := c.stopping.Load().(string); s != "" && d.Status != kernelproto.StatusOK {
+	// Output past the limit was dropped, so the cell's result is cut short
+	// even when its code got to the end before the interrupt.
+	if s, _ := c.stopping.Load().(string); s == protocol.CellOutput || s != "" && d.Status != kernelproto.StatusOK {
 		out.Status = s
 	}
 	switch out.Status {
@@ -191,6 +206,17 @@ func cellStatus(c *cellRun, d kernelproto.Done) protocol.CellDone {
 		out.Status = protocol.CellError
 	}
 	return out
+}
+
+// charge counts n bytes of a display or error against the cell's output
+// limit. It reports whether they fit; if not, the message is dropped and
+// the cell stopped.
+func (c *cellRun) charge(n int64) bool {
+	if c.output.Add(n) > c.limit {
+		c.stop(protocol.CellOutput)
+		return false
+	}
+	return true
 }
 
 // forward sends a cell's output as events, up to the cell's limit; past it

@@ -1,10 +1,8 @@
 package agent
 
 import (
-	"bytes"
 	"os"
 	"path"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +30,7 @@ type execution struct {
 	timedOut atomic.Bool
 	truncate atomic.Bool
 	scope    string
+	since    int64       // when it was launched, in /proc/PID/stat's start time (clock ticks since boot)
 	ended    atomic.Bool // once set, nothing may be killed on this exec's behalf
 }
 
@@ -43,7 +42,7 @@ func (x *execution) kill(a *Agent) {
 		return
 	}
 	if x.scope == protocol.KillGroup {
-		killGroup(x.pid)
+		a.killCell(x)
 		return
 	}
 	a.killAll()
@@ -124,6 +123,7 @@ func (a *Agent) runExec(id uint64, req protocol.Exec, in *stdinQueue) {
 	a.cg.ResetPeak()
 	before, _ := a.cg.Usage()
 	start := time.Now()
+	x.since = bootTicks()
 	s, err := a.launch(sreq)
 	if err != nil {
 		a.fail(id, protocol.ErrInternal, "start: "+err.Error())
@@ -161,7 +161,7 @@ func (a *Agent) runExec(id uint64, req protocol.Exec, in *stdinQueue) {
 	st := <-s.done
 	timer.Stop()
 	if x.scope == protocol.KillGroup && (x.timedOut.Load() || x.canceled.Load() || x.truncate.Load()) {
-		killGroup(x.pid) // children left in the group after the leader died
+		a.killCell(x) // what it started, after the leader died
 	}
 	waitGrace(&readers, drainGrace)
 	pipes.closeReadEnds()
@@ -270,51 +270,6 @@ func (a *Agent) control(m *protocol.Message) {
 			unix.Kill(-x.pid, sig)
 		}
 	}
-}
-
-// killGroup kills the process group and the session that pid leads, and
-// any process that joined either, repeating until none is left (a process
-// forking while it is killed adds members, never escapes the scan).
-func killGroup(pid int) {
-	for round := 0; round < 50; round++ {
-		unix.Kill(-pid, unix.SIGKILL)
-		found := false
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			p, err := strconv.Atoi(e.Name())
-			if err != nil || p == 1 {
-				continue
-			}
-			if pgrp, sid, ok := groupOf(p); ok && (pgrp == pid || sid == pid) {
-				unix.Kill(p, unix.SIGKILL)
-				found = true
-			}
-		}
-		if !found {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// groupOf reads a process's group and session from /proc/PID/stat.
-func groupOf(pid int) (pgrp, sid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	// The command name may hold spaces and parentheses; fields follow the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 4 {
-		return 0, 0, false
-	}
-	pgrp, err1 := strconv.Atoi(f[2])
-	sid, err2 := strconv.Atoi(f[3])
-	return pgrp, sid, err1 == nil && err2 == nil
 }
 
 // killAll kills every process in the sandbox but the agent. kill(-1) from

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,7 +59,7 @@ func (a *Agent) startKernel(spec protocol.Kernel, env []string) (*kernel, error)
 		pid:   s.pid,
 		done:  s.done,
 		conn:  conn,
-		lines: make(chan []byte, 64),
+		lines: make(chan []byte, linesQueued),
 		out:   newStream(s.pipes.stdoutR, s.outW),
 		err:   newStream(s.pipes.stderrR, s.errW),
 		gone:  make(chan struct{}),
@@ -85,38 +84,6 @@ func (a *Agent) startKernel(spec protocol.Kernel, env []string) (*kernel, error)
 	case <-time.After(kernelStartTimeout):
 		k.kill()
 		return nil, fmt.Errorf("the %s kernel was not ready within %v", spec.Language, kernelStartTimeout)
-	}
-}
-
-// read turns the channel into lines, bounded by kernelproto.MaxLine.
-func (k *kernel) read() {
-	defer close(k.lines)
-	r := bufio.NewReaderSize(k.conn, 64<<10)
-	for {
-		line, err := readLine(r, kernelproto.MaxLine)
-		if err != nil {
-			return
-		}
-		k.lines <- line
-	}
-}
-
-// readLine reads one newline-terminated line of at most max bytes. A longer
-// line ends the channel: a kernel that sends one is broken or hostile.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		frag, err := r.ReadSlice('\n')
-		line = append(line, frag...)
-		if len(line) > max {
-			return nil, fmt.Errorf("kernel line over %d bytes", max)
-		}
-		if err == nil {
-			return line, nil
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return nil, err
-		}
 	}
 }
 

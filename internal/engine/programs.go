@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/kiln-dev/kiln/internal/agentclient"
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -51,16 +52,26 @@ func (s *Session) runProgram(ctx context.Context, l *lang.Language, c Cell, ev E
 	defer cancel()
 
 	var stdout, stderr strings.Builder
+	var mu sync.Mutex // stdout and stderr are pumped on goroutines of their own
+	budget := outputBudget{left: s.lim.OutputBytes}
 	out := writerFunc(func(b []byte) {
-		stdout.Write(b)
-		if ev.Stdout != nil {
-			ev.Stdout(b)
+		mu.Lock()
+		defer mu.Unlock()
+		if b = budget.clip(b); len(b) > 0 {
+			stdout.Write(b)
+			if ev.Stdout != nil {
+				ev.Stdout(b)
+			}
 		}
 	})
 	errw := writerFunc(func(b []byte) {
-		stderr.Write(b)
-		if ev.Stderr != nil {
-			ev.Stderr(b)
+		mu.Lock()
+		defer mu.Unlock()
+		if b = budget.clip(b); len(b) > 0 {
+			stderr.Write(b)
+			if ev.Stderr != nil {
+				ev.Stderr(b)
+			}
 		}
 	})
 	pr, err := programs.Run(runCtx, groupExecer{a}, p, out, errw)
@@ -72,6 +83,10 @@ func (s *Session) runProgram(ctx context.Context, l *lang.Language, c Cell, ev E
 		return kiln.CellResult{}, sandboxError(err)
 	}
 	res := programResult(l.Name, pr)
+	res.Notice = limitNotice(res.Status, s.lim, timeout)
+	if res.Status == kiln.StatusError && pr.Phase != programs.PhaseCompile && toExit(pr.Exit).Hit(kiln.HitPids) {
+		res.Notice = fmt.Sprintf("process limit reached: the program tried to run more than %d processes or threads at once", s.lim.Pids)
+	}
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
 	for _, d := range protocol.Diff(before, after) {
 		if d.Path == entry {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -172,20 +173,26 @@ func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Even
 	}
 	res := kiln.CellResult{Language: l.Name, Outputs: []kiln.Output{}, Artifacts: []kiln.Artifact{}}
 	var stdout, stderr strings.Builder
+	budget := outputBudget{left: s.lim.OutputBytes}
 	events := agentclient.CellEvents{
 		Stdout: func(p []byte) {
+			p = budget.clip(p)
 			stdout.Write(p)
-			if ev.Stdout != nil {
+			if ev.Stdout != nil && len(p) > 0 {
 				ev.Stdout(p)
 			}
 		},
 		Stderr: func(p []byte) {
+			p = budget.clip(p)
 			stderr.Write(p)
-			if ev.Stderr != nil {
+			if ev.Stderr != nil && len(p) > 0 {
 				ev.Stderr(p)
 			}
 		},
 		Display: func(d kernelproto.Display, result bool) {
+			if !budget.take(displaySize(d)) {
+				return
+			}
 			o := kiln.Output{Data: d.Data, Metadata: d.Metadata, Result: result}
 			res.Outputs = append(res.Outputs, o)
 			if ev.Output != nil {
@@ -193,6 +200,9 @@ func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Even
 			}
 		},
 		Error: func(e kernelproto.Error) {
+			if !budget.take(errorSize(e)) {
+				return
+			}
 			res.Error = &kiln.CellError{Name: e.Name, Message: e.Message, Traceback: e.Traceback, Line: e.Line}
 		},
 	}
@@ -216,7 +226,7 @@ func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Even
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
 	res.Status = kiln.CellStatus(done.Status)
 	res.ExitCode = done.ExitCode
-	res.Notice = done.Reason
+	res.Notice = replNotice(res.Status, s.lim, timeout, done)
 	res.Usage = kiln.Usage{Wall: time.Duration(done.WallNs), CPU: time.Duration(done.CPUNs), PeakMemory: done.PeakMemory, OutputBytes: done.OutputBytes}
 	for _, a := range done.Artifacts {
 		res.Artifacts = append(res.Artifacts, kiln.Artifact{Path: a.Path, Size: a.Size, Change: a.Change})
@@ -295,4 +305,75 @@ func Text(o kiln.Output) string {
 		json.Unmarshal(raw, &t)
 	}
 	return t
+}
+
+// outputBudget bounds what the host keeps and passes on of one cell's
+// output, in every channel together: the cell's output limit. The agent
+// stops a cell that goes past it; the budget holds the host to the bound
+// even if a sandbox sends more.
+type outputBudget struct{ left int64 }
+
+// clip returns the part of p that fits.
+func (b *outputBudget) clip(p []byte) []byte {
+	n := min(int64(len(p)), max(b.left, 0))
+	b.left -= n
+	return p[:n]
+}
+
+// take reports whether n more bytes fit, and counts them if so.
+func (b *outputBudget) take(n int64) bool {
+	if n > b.left {
+		b.left = 0 // nothing after a dropped message: the order stays true
+		return false
+	}
+	b.left -= n
+	return true
+}
+
+func displaySize(d kernelproto.Display) int64 {
+	var n int64
+	for k, v := range d.Data {
+		n += int64(len(k) + len(v))
+	}
+	for k, v := range d.Metadata {
+		n += int64(len(k) + len(v))
+	}
+	return n
+}
+
+func errorSize(e kernelproto.Error) int64 {
+	n := int64(len(e.Name) + len(e.Message))
+	for _, l := range e.Traceback {
+		n += int64(len(l))
+	}
+	return n
+}
+
+// limitNotice names the limit that stopped a cell, in plain words, or ""
+// if none did. Every language gets the same words.
+func limitNotice(st kiln.CellStatus, lim kiln.Limits, timeout time.Duration) string {
+	switch st {
+	case kiln.StatusTimeout:
+		return fmt.Sprintf("time limit reached: the cell ran longer than %v and was stopped", timeout)
+	case kiln.StatusMemory:
+		return fmt.Sprintf("memory limit reached: the cell needed more than the session's %s and was killed", kiln.FormatBytes(lim.MemoryBytes))
+	case kiln.StatusOutput:
+		return fmt.Sprintf("output limit reached: the cell wrote more than %s (stdout, stderr and displays together); the rest was dropped and the cell stopped", kiln.FormatBytes(lim.OutputBytes))
+	}
+	return ""
+}
+
+// replNotice is a kernel cell's notice: the limit that stopped it, if
+// any, and what became of the kernel's state.
+func replNotice(st kiln.CellStatus, lim kiln.Limits, timeout time.Duration, done protocol.CellDone) string {
+	n := limitNotice(st, lim, timeout)
+	switch {
+	case n == "":
+		return done.Reason
+	case done.KernelLost && done.Reason != "":
+		return n + "; " + done.Reason
+	case done.KernelLost:
+		return n + "; the kernel was restarted and its state is lost"
+	}
+	return n + "; the kernel kept its state"
 }
