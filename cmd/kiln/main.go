@@ -42,13 +42,13 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.Is(err, errUsage):
-		return 2
+		return exitUsage
 	}
 	fmt.Fprintf(stderr, "kiln: %s\n", kiln.Message(err))
 	if kiln.KindOf(err) == kiln.Internal || kiln.KindOf(err) == kiln.SandboxError {
 		fmt.Fprintf(stderr, "kiln: detail: %v\n", err)
 	}
-	return 125
+	return exitKiln
 }
 
 var errUsage = errors.New("usage")
@@ -63,7 +63,7 @@ Usage:
   kiln languages                         every language, its runtime and version
   kiln doctor                            what this host supports and lacks
   kiln bench [flags]                     measure sandbox overhead and throughput
-  kiln serve [flags]                     the HTTP service and web UI
+  kiln serve [flags]                     the HTTP API service (no web UI yet)
   kiln session create|ls|get|rm ...      sessions on a kiln server (remote)
   kiln exec [flags] SESSION [CODE|-]     run a cell in a remote session
   kiln files put|get|ls|rm ...           files in a remote session's workspace

@@ -78,6 +78,7 @@ type invocation struct {
 	dir   string              // working directory; default a fresh temp dir
 	stdin []byte              // nil means /dev/null
 	cred  *syscall.Credential // run as another user
+	env   []string            // added to the environment
 }
 
 type result struct {
@@ -100,6 +101,9 @@ func execKiln(t testing.TB, inv invocation, args ...string) result {
 	}
 	if inv.stdin != nil {
 		cmd.Stdin = bytes.NewReader(inv.stdin)
+	}
+	if inv.env != nil {
+		cmd.Env = append(os.Environ(), inv.env...)
 	}
 	if inv.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: inv.cred}

@@ -140,13 +140,13 @@ func execStatus(x *client.Execution) error {
 	case kiln.StatusOK:
 		return nil
 	case kiln.StatusTimeout:
-		return exitError{124}
+		return exitError{exitTimeout}
 	case kiln.StatusInterrupted:
-		return exitError{130}
+		return exitError{exitInterrupted}
 	case kiln.StatusMemory, kiln.StatusOutput:
-		return exitError{137}
+		return exitError{exitKilled}
 	}
-	return exitError{1}
+	return exitError{exitCellError}
 }
 
 // imageTypes are shown as a line naming them rather than as bytes.

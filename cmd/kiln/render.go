@@ -100,13 +100,16 @@ func (r *renderer) report(res kiln.CellResult) {
 }
 
 // exitStatus is the process status for a one-shot cell, as for a program:
-// its own code, 137 when a limit killed it, 130 when interrupted.
+// its own code, 124 when the time limit stopped it, 137 when the memory
+// or output limit killed it, 130 when interrupted (see exitcodes.go).
 func exitStatus(res kiln.CellResult) int {
 	switch res.Status {
-	case kiln.StatusTimeout, kiln.StatusMemory, kiln.StatusOutput:
-		return 137
+	case kiln.StatusTimeout:
+		return exitTimeout
+	case kiln.StatusMemory, kiln.StatusOutput:
+		return exitKilled
 	case kiln.StatusInterrupted:
-		return 130
+		return exitInterrupted
 	}
 	if res.ExitCode != nil {
 		return *res.ExitCode

@@ -59,6 +59,7 @@ func replCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return errUsage
 	}
 	if fs.NArg() != 1 {
+		fmt.Fprint(stderr, "kiln repl: give one language, e.g. kiln repl python\n\n")
 		fs.Usage()
 		return errUsage
 	}
@@ -85,12 +86,9 @@ func replCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	defer sess.Close(context.Background())
-	outDir, err := os.MkdirTemp("", "kiln-repl-")
-	if err != nil {
-		return err
-	}
+	// The renderer makes its directory for images when the first comes.
 	r := &repl{lang: l, sess: sess, stdout: stdout, stderr: stderr,
-		render: &renderer{stdout: stdout, stderr: stderr, dir: outDir, artifactHint: ":get %s to copy it here"}}
+		render: &renderer{stdout: stdout, stderr: stderr, artifactHint: ":get %s to copy it here"}}
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		return r.interactive(ctx, f)
 	}

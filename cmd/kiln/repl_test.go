@@ -127,3 +127,18 @@ func TestREPLOnATerminal(t *testing.T) {
 		t.Fatalf("kiln repl did not end on Ctrl-D; screen:\n%s", scr.String())
 	}
 }
+
+// TestReplLeavesNoTempDir: a REPL session that shows no image leaves
+// nothing in the temporary directory; one that does keeps the image in a
+// directory it names.
+func TestReplLeavesNoTempDir(t *testing.T) {
+	needRoot(t)
+	tmp := t.TempDir()
+	r := execKiln(t, invocation{stdin: []byte("1 + 1\n"), env: []string{"TMPDIR=" + tmp}}, "repl", "python")
+	if r.code != 0 || !strings.Contains(r.stdout, "2") {
+		t.Fatalf("kiln repl python: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("kiln repl left %d entries in $TMPDIR, e.g. %s", len(ents), ents[0].Name())
+	}
+}

@@ -74,12 +74,17 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		return errUsage
 	}
+	codeGiven := false
+	fs.Visit(func(f *flag.Flag) { codeGiven = codeGiven || f.Name == "c" })
+	if !codeGiven && fs.NArg() == 0 {
+		fmt.Fprint(stderr, "kiln run: nothing to run: give a program file, - for stdin, or -c CODE\n\n")
+		fs.Usage()
+		return errUsage
+	}
 	if err := applyCPUs(&lim, cpus); err != nil {
 		return err
 	}
 	r := engine.Run{Language: language, Code: code, Args: fs.Args(), Limits: lim}
-	codeGiven := false
-	fs.Visit(func(f *flag.Flag) { codeGiven = codeGiven || f.Name == "c" })
 	codeFromStdin, err := programSource(&r, codeGiven, fs, stdin)
 	if err != nil {
 		return err
@@ -192,7 +197,9 @@ func runProgram(ctx context.Context, r engine.Run, stats bool, stdout, stderr io
 	}
 	switch {
 	case x.Canceled:
-		return exitError{130}
+		return exitError{exitInterrupted}
+	case x.Hit(kiln.HitTime):
+		return exitError{exitTimeout}
 	case x.Signal != "":
 		return exitError{128 + int(unix.SignalNum(x.Signal))}
 	case x.Code != 0:

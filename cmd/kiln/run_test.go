@@ -279,7 +279,7 @@ func TestRunLimits(t *testing.T) {
 		within     time.Duration
 	}{
 		{"time", []string{"--timeout", "1s", "--lang", "python", "-c", "while True: pass"},
-			"kiln: time limit reached", true, 137, 3 * time.Second},
+			"kiln: time limit reached", true, 124, 3 * time.Second},
 		{"memory", []string{"--memory", "64M", "--lang", "python", "-c", "b = bytearray(300 * 1024 * 1024)\nprint(len(b))"},
 			"kiln: memory limit reached", true, 137, 10 * time.Second},
 		{"output", []string{"--output", "1K", "--lang", "python", "-c", "while True: print('x' * 100)"},
@@ -399,7 +399,6 @@ func TestRunBadInput(t *testing.T) {
 		{"unknown-extension", []string{"prog.txt"}, "", false, []string{"prog.txt", "--lang", langs}},
 		{"c-without-lang", []string{"-c", "print(1)"}, "", false, []string{"--lang", langs}},
 		{"stdin-without-lang", []string{"-"}, "print(1)\n", false, []string{"--lang", langs}},
-		{"nothing-to-run", nil, "", false, []string{"nothing to run"}},
 		{"file-missing", []string{"--file", "nope.csv", "prog.py"}, "", false, []string{"nope.csv"}},
 		{"file-dotdot", []string{"--file", "data.csv:../x.csv", "prog.py"}, "", true, []string{"../x.csv", "leaves the workspace"}},
 		{"file-dotdot-inner", []string{"--file", "data.csv:a/../../x.csv", "prog.py"}, "", true, []string{"leaves the workspace"}},
@@ -448,6 +447,8 @@ func TestUsageErrors(t *testing.T) {
 		want []string // substrings of the first line
 	}{
 		{"no-arguments", nil, []string{"kiln runs untrusted code"}},
+		{"run-no-arguments", []string{"run"}, []string{"kiln run: nothing to run"}},
+		{"repl-no-arguments", []string{"repl"}, []string{"kiln repl: give one language"}},
 		{"unknown-command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`}},
 		{"unknown-flag", []string{"run", "--frob", "--lang", "python", "-c", "print(1)"}, []string{"-frob"}},
 		{"bad-memory-value", []string{"run", "--memory", "lots", "--lang", "python", "-c", "print(1)"}, []string{`"lots"`, "-memory", "not a size"}},
