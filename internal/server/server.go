@@ -122,6 +122,7 @@ func (s *Server) register() {
 	s.handle("GET /v1/users/{id}/keys", s.keys)
 	s.handle("DELETE /v1/users/{id}/keys/{key}", s.revokeKey)
 	s.handle("GET /v1/audit", s.audit)
+	s.mux.HandleFunc("GET /{$}", s.home) // until the web notebook: a page saying what is here
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, kiln.Errorf(kiln.NotFound, "no such API route: %s %s (see /v1/openapi.json)", r.Method, trunc(r.URL.Path, 200)))
 	})
