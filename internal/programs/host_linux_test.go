@@ -32,6 +32,9 @@ var _ Execer = (*hostExecer)(nil)
 
 func (h *hostExecer) WorkspaceDir() string { return h.root }
 
+// BuildArea is in TMPDIR, as the sandbox's is in its /tmp.
+func (h *hostExecer) BuildArea() string { return filepath.Join(h.tmp, ".kiln") }
+
 func (h *hostExecer) Exec(ctx context.Context, req protocol.Exec, stdout, stderr io.Writer) (protocol.ExitInfo, error) {
 	cmd := exec.Command(req.Argv[0], req.Argv[1:]...)
 	cmd.Dir = filepath.Join(h.root, req.Dir)

@@ -41,12 +41,6 @@ func gather(ctx context.Context, ex Execer, j *job, given []File) (*inputs, erro
 	for _, f := range given {
 		known[path.Clean(f.Path)] = f.Data
 	}
-	if j.tc.prepare != nil {
-		if err := j.tc.prepare(ctx, ex, j, known); err != nil {
-			return nil, err
-		}
-	}
-	entry := path.Join(j.dir, j.entry)
 	in := &inputs{files: map[string][]byte{}, cacheable: true}
 	read := func(p string, size int64) {
 		if data, ok := known[p]; ok {
@@ -65,6 +59,15 @@ func gather(ctx context.Context, ex Execer, j *job, given []File) (*inputs, erro
 		in.files[p] = data
 		in.bytes += int64(len(data))
 	}
+	if j.code != nil {
+		return in, gatherCell(ctx, ex, j, in, read)
+	}
+	if j.tc.prepare != nil {
+		if err := j.tc.prepare(ctx, ex, j, known); err != nil {
+			return nil, err
+		}
+	}
+	entry := path.Join(j.dir, j.entry)
 
 	if j.tc.scope == entryOnly {
 		info, err := ex.Stat(ctx, entry)
@@ -78,13 +81,20 @@ func gather(ctx context.Context, ex Execer, j *job, given []File) (*inputs, erro
 
 	top := j.dir // where the build looks for sources
 	if j.l.Name == "java" {
-		// The main class is the entry's name in its package, and the
-		// package's root is where javac finds the other classes.
+		// The main class is the entry's public class in its package, and
+		// the package's root is where javac finds the other classes.
 		data, ok := known[entry]
 		if !ok {
 			data, _ = ex.ReadFile(ctx, entry, maxSourceBytes)
 		}
-		in.class, in.sourcepath = strings.TrimSuffix(j.entry, ".java"), "."
+		stem := strings.TrimSuffix(j.entry, ".java")
+		in.class, in.sourcepath = javaClassName(data, stem), "."
+		if in.class != stem {
+			// javac wants the file named after its public class (as the
+			// host's "java test.java" does not): a copy so named is
+			// compiled from the build area, and messages name the entry.
+			j.code = &code{shown: entry, disk: j.codePath(in.class+".java", data), data: data}
+		}
 		if m := javaPackage.FindSubmatch(data); m != nil {
 			in.class = string(m[1]) + "." + in.class
 			pkg := strings.ReplaceAll(string(m[1]), ".", "/")
@@ -94,7 +104,7 @@ func gather(ctx context.Context, ex Execer, j *job, given []File) (*inputs, erro
 			}
 		}
 	}
-	w := &walker{ex: ex, tc: j.tc}
+	w := &walker{ex: ex, accept: j.tc.isInput}
 	if err := w.walk(ctx, top, 0); err != nil {
 		return nil, missing(ctx, top, err)
 	}
@@ -121,7 +131,39 @@ func gather(ctx context.Context, ex Execer, j *job, given []File) (*inputs, erro
 		}
 		in.srcs = j.tc.order(in.srcs, contents)
 	}
+	if j.tc.tests != nil {
+		if _, ok := in.files[entry]; !ok {
+			read(entry, 0)
+		}
+		j.tc.tests(j, in)
+	}
 	return in, nil
+}
+
+// gatherCell finds the inputs of a cell's code: the code, and the workspace
+// files its build may read (headers, classes).
+func gatherCell(ctx context.Context, ex Execer, j *job, in *inputs, read func(string, int64)) error {
+	in.srcs = []string{j.code.disk}
+	if j.l.Name == "java" {
+		in.class, in.sourcepath = strings.TrimSuffix(path.Base(j.code.disk), ".java"), "."
+		if m := javaPackage.FindSubmatch(j.code.data); m != nil {
+			in.class = string(m[1]) + "." + in.class
+		}
+	}
+	if j.tc.cellReads == nil {
+		return nil
+	}
+	w := &walker{ex: ex, accept: j.tc.cellReads}
+	if err := w.walk(ctx, j.dir, 0); err != nil {
+		return missing(ctx, j.dir, err)
+	}
+	if w.truncated {
+		in.cacheable = false
+	}
+	for _, f := range w.found {
+		read(f.path, f.size)
+	}
+	return nil
 }
 
 var javaPackage = regexp.MustCompile(`(?m)^\s*package\s+([\w.]+)\s*;`)
@@ -180,7 +222,7 @@ type found struct {
 // build directory among them).
 type walker struct {
 	ex        Execer
-	tc        *toolchain
+	accept    func(name string) bool // the files it finds
 	entries   int
 	found     []found
 	truncated bool
@@ -207,7 +249,7 @@ func (w *walker) walk(ctx context.Context, dir string, depth int) error {
 		switch {
 		case e.Type == "dir":
 			dirs = append(dirs, path.Join(dir, e.Name))
-		case e.Type == "file" && w.tc.isInput(e.Name):
+		case e.Type == "file" && w.accept(e.Name):
 			w.found = append(w.found, found{path: path.Join(dir, e.Name), size: e.Size})
 		}
 	}

@@ -145,6 +145,8 @@ var suites = []suite{
 			{Path: "main.go", Data: []byte("package main\n\nimport (\n\t\"fmt\"\n\n\t\"main/twice\"\n)\n\nfunc main() { fmt.Println(name(), twice.Of(21)) }\n")},
 			{Path: "name.go", Data: []byte("package main\n\nfunc name() string { return \"multi\" }\n")},
 			{Path: "twice/twice.go", Data: []byte("package twice\n\nfunc Of(n int) int { return 2 * n }\n")},
+			// A project with packages brings its module: kiln writes none.
+			{Path: "go.mod", Data: []byte("module main\n")},
 		},
 		multiWant: "multi 42\n",
 	},

@@ -52,12 +52,26 @@ type File struct {
 	Data []byte
 }
 
-// Program is one cell of a program language.
+// Program is one cell of a program language. It is either Code, a cell's
+// source, or a program already in the workspace, named by Entry.
 type Program struct {
 	Language string // a program language of package lang, by name or alias
-	Files    []File // sources and data; may be empty if the sources are already in the workspace
-	// Entry is the main source file, relative to the workspace: main<ext>
-	// (Main.java for Java) by default, or the only source file in Files.
+	// Code, when not nil, is the program: a source file that lives in the
+	// build area, never in the workspace, so a cell cannot overwrite a
+	// user's file. It is built alone, with the workspace on its include
+	// path where the language has one (C, C++ and Fortran headers, Java
+	// classes). Entry must be empty then.
+	Code []byte
+	// Name is Code's file name as its user knows it (test.java, sol.rs):
+	// diagnostics name it. Default main<ext>; for Java, the file the public
+	// class needs.
+	Name  string
+	Files []File // written into the workspace first: sources and data
+	// Entry is the main source file of a program in the workspace,
+	// relative to it: main<ext> (Main.java for Java) by default, or the
+	// only source file in Files. The program is built from the workspace
+	// (the sources in the entry's directory, Go's package, Java's classes,
+	// Rust's modules); only the build's products go to the build area.
 	Entry string
 	Args  []string
 	Stdin []byte
@@ -87,11 +101,17 @@ const (
 type Result struct {
 	Phase string // PhaseCompile when the build failed, else PhaseRun
 	// Diagnostics are the compiler's messages (errors and warnings), with
-	// paths relative to the workspace. There is at least one error when the
-	// build failed.
+	// paths relative to the workspace (a cell's code by its Name), and
+	// kiln's own remarks on the build (tests that were not run). There is
+	// at least one error when the build failed.
 	Diagnostics []kiln.Diagnostic
 	CompileLog  string // the compiler's output, stdout and stderr together (bounded)
 	Cached      bool   // the build was reused: nothing was compiled or checked
+	// Tests is true when the program was built as its tests (Rust's
+	// #[test] functions, Go's Test functions) and the run ran them.
+	Tests bool
+	// Build is the compiler's exec; zero when the build was cached.
+	Build protocol.ExitInfo
 	// Exit is of the run, or of the compiler when the build failed.
 	Exit protocol.ExitInfo
 }
@@ -114,9 +134,12 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 	if err := validate(ex, p, tc); err != nil {
 		return Result{}, err
 	}
-	root := Workspace
+	root, area := Workspace, BuildArea
 	if w, ok := ex.(interface{ WorkspaceDir() string }); ok {
 		root = w.WorkspaceDir()
+	}
+	if a, ok := ex.(interface{ BuildArea() string }); ok {
+		area = a.BuildArea()
 	}
 	for _, f := range p.Files {
 		if err := ex.WriteFile(ctx, f.Path, f.Data, 0o644); err != nil {
@@ -127,9 +150,13 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 		}
 	}
 	j := &job{
-		l: l, tc: tc, root: root,
+		l: l, tc: tc, root: root, area: area,
 		dir: path.Dir(p.Entry), entry: path.Base(p.Entry),
 		mem: p.MemoryBytes, cpus: int((p.CPUMillis + 999) / 1000),
+	}
+	if p.Code != nil {
+		j.dir, j.entry = ".", ""
+		j.setCode(p.Name, p.Code)
 	}
 	in, err := gather(ctx, ex, j, p.Files)
 	if err != nil {
@@ -159,7 +186,7 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 		info, err = ex.Exec(ctx, req, stdout, stderr)
 	}
 	if err != nil {
-		return Result{}, sandboxErr(ctx, err, "run %s", p.Entry)
+		return Result{}, sandboxErr(ctx, err, "run %s", j.shown())
 	}
 	res.Phase = PhaseRun
 	res.Exit = info
@@ -170,36 +197,47 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 // failed; the result then says why.
 func build(ctx context.Context, ex Execer, j *job, in *inputs, p Program) (res Result, ok bool, err error) {
 	key := in.key(j)
-	dir := path.Join(buildDir, key)
-	j.out = path.Join(j.root, dir)
-	marker := path.Join(dir, "ok")
+	j.out = path.Join(j.area, "build", key)
+	marker := path.Join(j.out, "ok")
+	res.Tests = j.test
 	if in.cacheable {
-		if log, err := ex.ReadFile(ctx, marker, maxCompileLog); err == nil {
+		log, hit, err := areaRead(ctx, ex, marker)
+		if err != nil {
+			return Result{}, false, err
+		}
+		if hit {
 			res.Cached = true
 			res.CompileLog = string(log)
-			res.Diagnostics = relative(j.tc.parse(res.CompileLog), j)
-			// Rewritten so that eviction keeps the builds used last.
-			ex.WriteFile(ctx, marker, log, 0o644)
+			res.Diagnostics = append(j.tc.diagnostics(j, res.CompileLog), j.notes...)
 			return res, true, nil
 		}
 	} else {
 		// A build that is not cached must not find an older one's files.
-		ex.Delete(ctx, dir, true)
+		areaRemove(ctx, ex, j.out)
 	}
 	// Compilers write into the build directory but do not make it.
-	if err := ex.Mkdir(ctx, dir); err != nil {
-		if ctx.Err() != nil {
-			return Result{}, false, fmt.Errorf("make %s: %w", dir, ctx.Err())
+	files := map[string][]byte{j.out + "/": nil}
+	if j.code != nil {
+		files[j.code.disk] = j.code.data
+	}
+	if j.l.Name == "go" {
+		files[path.Join(j.area, "go")+"/"] = nil
+	}
+	if err := areaWrite(ctx, ex, files); err != nil {
+		return Result{}, false, err
+	}
+	if j.l.Name == "go" {
+		if err := seedGoCache(ctx, ex, j); err != nil {
+			return Result{}, false, err
 		}
-		return Result{}, false, kiln.Wrap(kiln.Invalid, err, "cannot make the build directory %s in the workspace: %v", dir, err)
 	}
 	res, ok, err = compile(ctx, ex, j, p)
 	if err != nil || !ok {
 		return res, false, err
 	}
 	// Best effort: a build that is not marked is made again next time.
-	if in.cacheable && ex.WriteFile(ctx, marker, []byte(res.CompileLog), 0o644) == nil {
-		evict(ctx, ex, key)
+	if in.cacheable && areaWrite(ctx, ex, map[string][]byte{marker: []byte(res.CompileLog)}) == nil {
+		evict(ctx, ex, j.area, key)
 	}
 	return res, true, nil
 }
@@ -217,11 +255,12 @@ func compile(ctx context.Context, ex Execer, j *job, p Program) (res Result, ok 
 		OutputBytes: p.OutputBytes,
 	}, log, log)
 	if err != nil {
-		return Result{}, false, sandboxErr(ctx, err, "compile %s", p.Entry)
+		return Result{}, false, sandboxErr(ctx, err, "compile %s", j.shown())
 	}
-	res = Result{Phase: PhaseCompile, CompileLog: log.String(), Exit: info}
-	res.Diagnostics = relative(j.tc.parse(res.CompileLog), j)
+	res = Result{Phase: PhaseCompile, CompileLog: j.unbuild(log.String()), Build: info, Exit: info, Tests: j.test}
+	res.Diagnostics = j.tc.diagnostics(j, res.CompileLog)
 	if info.Code == 0 && info.Signal == "" && !info.TimedOut && !info.OOMKilled && !info.Canceled && !info.OutputTruncated {
+		res.Diagnostics = append(res.Diagnostics, j.notes...)
 		return res, true, nil
 	}
 	if d, ok := stopped(info, p); ok {
@@ -275,13 +314,21 @@ func hasError(ds []kiln.Diagnostic) bool {
 	return false
 }
 
+// diagnostics parses a compile log (already rid of the build area's
+// paths) into diagnostics with paths relative to the workspace.
+func (tc *toolchain) diagnostics(j *job, log string) []kiln.Diagnostic {
+	return relative(tc.parse(log), j)
+}
+
 // relative makes the diagnostics' paths relative to the workspace: compilers
-// name files relative to the entry's directory, or absolute.
+// name files relative to the entry's directory, or absolute. A cell's code
+// keeps its name.
 func relative(ds []kiln.Diagnostic, j *job) []kiln.Diagnostic {
 	for i := range ds {
 		f := ds[i].File
 		switch {
 		case f == "":
+		case j.code != nil && f == j.code.shown:
 		case path.IsAbs(f):
 			if r, ok := strings.CutPrefix(f, j.root+"/"); ok {
 				ds[i].File = r
@@ -322,6 +369,9 @@ func withDefaults(p Program, l *lang.Language, tc *toolchain) Program {
 	if p.CPUMillis <= 0 {
 		p.CPUMillis = d.CPUMillis
 	}
+	if p.Code != nil {
+		return p
+	}
 	if p.Entry == "" {
 		p.Entry = tc.entry
 		if p.Entry == "" {
@@ -349,11 +399,21 @@ func validate(ex Execer, p Program, tc *toolchain) error {
 	if _, ok := ex.(StdinExecer); p.StdinStream != nil && !ok {
 		return kiln.Errorf(kiln.Unsupported, "this runner cannot stream stdin to a program")
 	}
-	if !local(p.Entry) {
-		return kiln.Errorf(kiln.Invalid, "the entry %q must be a path inside the workspace", p.Entry)
-	}
-	if strings.HasPrefix(path.Base(p.Entry), "-") || !tc.isSource(p.Entry) {
-		return kiln.Errorf(kiln.Invalid, "the entry %q is not a %s source file (%s)", p.Entry, p.Language, strings.Join(tc.sources, ", "))
+	if p.Code != nil {
+		if p.Entry != "" {
+			return kiln.Errorf(kiln.Invalid, "give the program as code or as an entry file in the workspace, not both")
+		}
+		if p.Name != "" && (p.Name != path.Base(p.Name) || strings.HasPrefix(p.Name, "-") || strings.HasPrefix(p.Name, ".") ||
+			!tc.isSource(p.Name) || strings.ContainsAny(p.Name, "\x00\n\r\\")) {
+			return kiln.Errorf(kiln.Invalid, "the file name %q must be a plain %s file name (%s), without a folder", p.Name, p.Language, strings.Join(tc.sources, ", "))
+		}
+	} else {
+		if !local(p.Entry) {
+			return kiln.Errorf(kiln.Invalid, "the entry %q must be a path inside the workspace", p.Entry)
+		}
+		if strings.HasPrefix(path.Base(p.Entry), "-") || !tc.isSource(p.Entry) {
+			return kiln.Errorf(kiln.Invalid, "the entry %q is not a %s source file (%s)", p.Entry, p.Language, strings.Join(tc.sources, ", "))
+		}
 	}
 	for _, f := range p.Files {
 		if !local(f.Path) {
@@ -400,7 +460,7 @@ func (b *boundedBuffer) String() string {
 	return b.buf.String()
 }
 
-// EntryName is the file a cell's code goes in when it names none: main.c,
+// EntryName is the default entry of a program in the workspace: main.c,
 // Main.java, and so on.
 func EntryName(language string) (string, error) {
 	l, tc, err := lookup(language)

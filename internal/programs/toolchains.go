@@ -1,11 +1,14 @@
 package programs
 
 import (
+	"bytes"
 	"context"
-	"io"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +16,6 @@ import (
 
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
-	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
 // step is one command: argv (absolute program first) and extra environment.
@@ -37,14 +39,21 @@ type toolchain struct {
 	sources []string // extensions of the files the build compiles, case-sensitive
 	headers []string // extensions or exact names of other files the build reads
 	scope   scope
+	// cellReads says which workspace files a cell's code may read (headers,
+	// classes): they count for the cache. Nil: none.
+	cellReads func(name string) bool
 	// order reorders the compiled files, which come sorted by name with the
 	// entry last; contents has those of them that were read, by name.
 	order func(srcs []string, contents map[string][]byte) []string
-	// prepare runs before the inputs are gathered (Go writes its go.mod).
+	// prepare runs before a workspace program's inputs are gathered (Go
+	// looks for its go.mod).
 	prepare func(ctx context.Context, ex Execer, j *job, known map[string][]byte) error
-	build   func(*job) step
-	run     func(*job) step
-	parse   func(log string) []kiln.Diagnostic
+	// tests looks at a workspace program's inputs for tests beside an
+	// empty main, and sets j.test or notes that they were not run.
+	tests func(j *job, in *inputs)
+	build func(*job) step
+	run   func(*job) step
+	parse func(log string) []kiln.Diagnostic
 }
 
 // job is one build and run, as the steps need it.
@@ -52,14 +61,93 @@ type job struct {
 	l          *lang.Language
 	tc         *toolchain
 	root       string   // the workspace as programs see it
+	area       string   // the build area as programs see it (BuildArea)
 	dir        string   // the entry's directory, relative to the workspace ("." for the top)
-	entry      string   // the entry, relative to dir
-	srcs       []string // the compiled files, relative to dir, in order
+	entry      string   // the entry, relative to dir; "" for a cell's code
+	code       *code    // the source the compiler reads from the build area, if any
+	srcs       []string // the compiled files, relative to dir (or absolute), in order
 	class      string   // Java: the main class
 	sourcepath string   // Java: the package root, relative to dir
 	out        string   // the build directory, absolute
 	mem        int64    // the sandbox's memory limit
 	cpus       int      // CPUs the sandbox may use, rounded up
+	test       bool     // build the program's tests and run them (rustc --test, go test -c)
+	goMod      bool     // Go: the entry's package is in a module of the workspace
+	notes      []kiln.Diagnostic
+}
+
+// code is a source that the compiler reads from the build area: a cell's
+// code, or a Java entry whose public class is named otherwise than its
+// file (javac needs the file named after the class).
+type code struct {
+	shown string // its name for the user: the cell's Name, or the entry's path in the workspace
+	disk  string // absolute, in the build area
+	data  []byte
+}
+
+// setCode makes a cell's code the program, under the name its compiler
+// needs: Java's public class, Go's _test.go for tests.
+func (j *job) setCode(name string, data []byte) {
+	if name == "" {
+		name = j.tc.entry
+		if name == "" {
+			name = "main" + j.l.Ext
+		}
+		if j.l.Name == "java" {
+			name = javaClassName(data, "Main") + ".java"
+		}
+	}
+	disk := name
+	switch j.l.Name {
+	case "java":
+		disk = javaClassName(data, strings.TrimSuffix(name, ".java")) + ".java"
+	case "go":
+		j.test, j.notes = goTests(name, [][]byte{data}, nil, name)
+		if j.test && !strings.HasSuffix(disk, "_test.go") {
+			disk = strings.TrimSuffix(disk, ".go") + "_test.go"
+		}
+	case "rust":
+		j.test, j.notes = rustTests(data, name)
+	}
+	j.code = &code{shown: name, disk: j.codePath(disk, data), data: data}
+}
+
+// codePath is where a source lives in the build area: named by its content,
+// so that two cells never share a file and the cache key covers it.
+func (j *job) codePath(name string, data []byte) string {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(data)
+	return path.Join(j.area, "src", hex.EncodeToString(h.Sum(nil))[:24], name)
+}
+
+// shown is the program's name for messages.
+func (j *job) shown() string {
+	if j.code != nil {
+		return j.code.shown
+	}
+	return path.Join(j.dir, j.entry)
+}
+
+// entryArg is the entry as the compiler is told it.
+func (j *job) entryArg() string {
+	if j.code != nil {
+		return j.code.disk
+	}
+	return j.entry
+}
+
+// unbuild rewrites a compiler's output so that it names the user's files,
+// not the build area: the code's path becomes its shown name.
+func (j *job) unbuild(log string) string {
+	if j.code == nil {
+		return log
+	}
+	base := path.Base(j.code.disk)
+	log = strings.ReplaceAll(log, j.code.disk, j.code.shown)
+	log = strings.ReplaceAll(log, "./"+base+":", j.code.shown+":") // go, with -C
+	return strings.ReplaceAll(log, path.Dir(j.code.disk)+"/", "")
 }
 
 // execDir is the working directory of both steps: the entry's directory.
@@ -85,30 +173,36 @@ func (tc *toolchain) isInput(name string) bool {
 
 var toolchains = map[string]*toolchain{
 	"c": {
-		sources: []string{".c"},
-		headers: []string{".h", ".inc"},
-		scope:   tree,
-		build:   gcc("-std=gnu17", "-lm"),
-		run:     runBinary,
-		parse:   parseGCC,
+		sources:   []string{".c"},
+		headers:   []string{".h", ".inc"},
+		scope:     tree,
+		cellReads: headerOf(".h", ".inc"),
+		build:     gcc("-std=gnu17", "-lm"),
+		run:       runBinary,
+		parse:     parseGCC,
 	},
 	"cpp": {
-		sources: []string{".cpp", ".cc", ".cxx", ".c++", ".C"},
-		headers: []string{".h", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc"},
-		scope:   tree,
-		build:   gcc("-std=gnu++20"),
-		run:     runBinary,
-		parse:   parseGCC,
+		sources:   []string{".cpp", ".cc", ".cxx", ".c++", ".C"},
+		headers:   []string{".h", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc"},
+		scope:     tree,
+		cellReads: headerOf(".h", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc"),
+		build:     gcc("-std=gnu++20"),
+		run:       runBinary,
+		parse:     parseGCC,
 	},
 	"fortran": {
-		sources: []string{".f90", ".f95", ".f03", ".f08", ".f", ".for", ".F90", ".F95", ".F03", ".F08", ".F"},
-		headers: []string{".inc", ".h"},
-		scope:   tree,
-		order:   fortranOrder,
+		sources:   []string{".f90", ".f95", ".f03", ".f08", ".f", ".for", ".F90", ".F95", ".F03", ".F08", ".F"},
+		headers:   []string{".inc", ".h"},
+		scope:     tree,
+		cellReads: headerOf(".inc", ".h"),
+		order:     fortranOrder,
 		build: func(j *job) step {
 			// -J puts the .mod files of modules in the build directory, not
 			// among the user's files.
 			argv := []string{j.l.Binary, "-O2", "-Wall", "-fdiagnostics-color=never", "-fdiagnostics-urls=never", "-pipe", "-J", j.out, "-o", j.bin()}
+			if j.code != nil {
+				argv = append(argv, "-I", path.Join(j.root, j.dir), "-ffile-prefix-map="+path.Dir(j.code.disk)+"/=")
+			}
 			return step{argv: append(argv, j.srcs...)}
 		},
 		run:   runBinary,
@@ -119,22 +213,47 @@ var toolchains = map[string]*toolchain{
 		headers: []string{"go.mod", "go.sum", "go.work"},
 		scope:   tree,
 		prepare: goMod,
+		tests:   goPackageTests,
 		build: func(j *job) step {
 			n := strconv.Itoa(j.cpus)
+			argv := []string{j.l.Binary, "build"}
+			if j.test {
+				argv = []string{j.l.Binary, "test", "-c"}
+			}
+			if j.code != nil {
+				// -C must come first: the code is built in its own
+				// directory, outside any module of the workspace.
+				argv = append(argv[:2], append([]string{"-C", path.Dir(j.code.disk)}, argv[2:]...)...)
+			}
+			// -p and GOMAXPROCS keep the compiler's processes and threads
+			// near the CPUs it has (the pids limit counts threads); a
+			// second thread for the collector made a cold build faster
+			// in measurements (12 s against 19 s on one CPU).
+			argv = append(argv, "-p", n, "-buildvcs=false", "-o", j.bin())
+			switch {
+			case j.code != nil:
+				argv = append(argv, path.Base(j.code.disk))
+			case j.goMod:
+				argv = append(argv, ".")
+			default:
+				// No module: the package's files by name, as "go run *.go"
+				// takes them (the standard library only).
+				for _, f := range j.srcs {
+					if j.test || !strings.HasSuffix(f, "_test.go") {
+						argv = append(argv, f)
+					}
+				}
+			}
 			return step{
-				// -p and GOMAXPROCS keep the compiler's processes and threads
-				// near the CPUs it has (the pids limit counts threads); a
-				// second thread for the collector made a cold build faster
-				// in measurements (12 s against 19 s on one CPU).
-				argv: []string{j.l.Binary, "build", "-p", n, "-buildvcs=false", "-o", j.bin(), "."},
+				argv: argv,
 				env: []string{
-					// The build cache lasts with the workspace: only the first
+					// The build cache lasts with the sandbox: only the first
 					// build of a session compiles the standard library.
-					"GOCACHE=" + path.Join(j.root, ".kiln/go/cache"),
-					"GOPATH=" + path.Join(j.root, ".kiln/go/path"),
+					"GOCACHE=" + path.Join(j.area, "go/cache"),
+					"GOPATH=" + path.Join(j.area, "go/path"),
 					// go's telemetry and `go env -w` file, out of the user's way.
-					"XDG_CONFIG_HOME=" + path.Join(j.root, ".kiln/config"),
-					"GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local", "GO111MODULE=on",
+					"XDG_CONFIG_HOME=" + path.Join(j.area, "config"),
+					"GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local", "GO111MODULE=on", "GOFLAGS=-mod=readonly",
 					"CGO_ENABLED=0", "GOTELEMETRY=off", "GOMAXPROCS=" + strconv.Itoa(max(2, j.cpus)),
 				},
 			}
@@ -149,16 +268,17 @@ var toolchains = map[string]*toolchain{
 		parse: parseGo,
 	},
 	"java": {
-		entry:   "Main.java",
-		sources: []string{".java"},
-		scope:   tree,
+		entry:     "Main.java",
+		sources:   []string{".java"},
+		scope:     tree,
+		cellReads: func(name string) bool { return strings.HasSuffix(name, ".java") },
 		build: func(j *job) step {
 			var argv []string
 			for _, f := range append(jvm(j), "-XX:TieredStopAtLevel=1") {
 				argv = append(argv, "-J"+f)
 			}
 			argv = append([]string{j.l.Binary}, argv...)
-			return step{argv: append(argv, "-encoding", "UTF-8", "-d", j.out, "-sourcepath", j.sourcepath, j.entry)}
+			return step{argv: append(argv, "-encoding", "UTF-8", "-d", j.out, "-sourcepath", j.sourcepath, j.entryArg())}
 		},
 		run: func(j *job) step {
 			argv := append([]string{path.Join(path.Dir(j.l.Binary), "java")}, jvm(j)...)
@@ -172,27 +292,38 @@ var toolchains = map[string]*toolchain{
 		sources: []string{".php"},
 		scope:   entryOnly,
 		build: func(j *job) step {
-			return step{argv: append(append([]string{j.l.Binary}, phpINI(j)...), "-l", j.entry)}
+			return step{argv: append(append([]string{j.l.Binary}, phpINI(j)...), "-l", j.entryArg())}
 		},
 		run: func(j *job) step {
-			return step{argv: append(append([]string{j.l.Binary}, phpINI(j)...), j.entry)}
+			return step{argv: append(append([]string{j.l.Binary}, phpINI(j)...), j.entryArg())}
 		},
 		parse: parsePHP,
 	},
 	"ruby": {
 		sources: []string{".rb"},
 		scope:   entryOnly,
-		build:   func(j *job) step { return step{argv: []string{j.l.Binary, "-wc", j.entry}} },
-		run:     func(j *job) step { return step{argv: []string{j.l.Binary, j.entry}} },
+		build:   func(j *job) step { return step{argv: []string{j.l.Binary, "-wc", j.entryArg()}} },
+		run:     func(j *job) step { return step{argv: []string{j.l.Binary, j.entryArg()}} },
 		parse:   parseRuby,
 	},
 	"rust": {
 		sources: []string{".rs"},
 		scope:   tree,
+		tests: func(j *job, in *inputs) {
+			j.test, j.notes = rustTests(in.files[path.Join(j.dir, j.entry)], path.Join(j.dir, j.entry))
+		},
 		build: func(j *job) step {
 			// Optimized, but integer overflow still panics with its line.
-			return step{argv: []string{j.l.Binary, "--edition", "2021", "-O", "-C", "overflow-checks=on",
-				"-C", "strip=debuginfo", "--color", "never", "-o", j.bin(), j.entry}}
+			argv := []string{j.l.Binary, "--edition", "2021", "-O", "-C", "overflow-checks=on",
+				"-C", "strip=debuginfo", "--color", "never"}
+			if j.test {
+				argv = append(argv, "--test")
+			}
+			if j.code != nil {
+				// Panics and diagnostics name the file, not the build area.
+				argv = append(argv, "--remap-path-prefix="+path.Dir(j.code.disk)+"/=")
+			}
+			return step{argv: append(argv, "-o", j.bin(), j.entryArg())}
 		},
 		run:   runBinary,
 		parse: parseRustc,
@@ -203,6 +334,12 @@ var toolchains = map[string]*toolchain{
 func gcc(std string, libs ...string) func(*job) step {
 	return func(j *job) step {
 		argv := []string{j.l.Binary, std, "-O2", "-Wall", "-fdiagnostics-color=never", "-fdiagnostics-urls=never", "-pipe", "-o", j.bin()}
+		if j.code != nil {
+			// The code's own directory is the build area: its headers are
+			// found in the workspace, as a compiler there would, and
+			// __FILE__ (assert's message) names the file, not the area.
+			argv = append(argv, "-iquote", path.Join(j.root, j.dir), "-ffile-prefix-map="+path.Dir(j.code.disk)+"/=")
+		}
 		return step{argv: append(append(argv, j.srcs...), libs...)}
 	}
 }
@@ -230,33 +367,30 @@ func phpINI(j *job) []string {
 	}
 }
 
-// goMod gives a cell without a module one: "module main" at the installed
-// Go's language version.
-func goMod(ctx context.Context, ex Execer, j *job, known map[string][]byte) error {
-	if err := seedGoCache(ctx, ex, j); err != nil {
-		return err
+// headerOf accepts the file names with one of these extensions.
+func headerOf(exts ...string) func(string) bool {
+	return func(name string) bool {
+		return slices.ContainsFunc(exts, func(e string) bool { return strings.HasSuffix(name, e) })
 	}
+}
+
+// goMod finds whether the entry's package is in a module: a go.mod in its
+// directory or above. Nothing is written: without one, the package's files
+// are built by name.
+func goMod(ctx context.Context, ex Execer, j *job, known map[string][]byte) error {
 	for d := j.dir; ; d = path.Dir(d) {
 		if _, ok := known[path.Join(d, "go.mod")]; ok {
+			j.goMod = true
 			return nil
 		}
-		if _, err := ex.Stat(ctx, path.Join(d, "go.mod")); err == nil {
+		if fi, err := ex.Stat(ctx, path.Join(d, "go.mod")); err == nil && fi.Type == "file" {
+			j.goMod = true
 			return nil
 		}
 		if d == "." {
-			break
+			return nil
 		}
 	}
-	mod := []byte("module main\n")
-	if v := goVersion(j.l.Binary); v != "" {
-		mod = append(mod, "\ngo "+v+"\n"...)
-	}
-	p := path.Join(j.dir, "go.mod")
-	if err := ex.WriteFile(ctx, p, mod, 0o644); err != nil {
-		return kiln.Wrap(kiln.Invalid, err, "cannot write %s: %v", p, err)
-	}
-	known[p] = mod
-	return nil
 }
 
 // GoCacheSeed is a Go build cache of commonly used standard packages that
@@ -264,40 +398,97 @@ func goMod(ctx context.Context, ex Execer, j *job, known map[string][]byte) erro
 // go toolchain above. It lies under /usr, so sandboxes see it read-only.
 const GoCacheSeed = "/usr/local/lib/kiln/go-cache"
 
-// seedGoCache copies GoCacheSeed into a session's empty build cache: the
+// seedGoCache copies GoCacheSeed into a sandbox's empty build cache: the
 // first Go build of a session then compiles only the program (about 0.3 s)
 // instead of the standard library too (8 CPU-seconds, often over the
 // time limit on a busy machine). Go cannot use a read-only cache, and the
 // copy takes the room a cold build would fill anyway (about 40 MB).
 func seedGoCache(ctx context.Context, ex Execer, j *job) error {
-	cache := path.Join(j.root, ".kiln/go/cache")
-	if _, err := ex.Stat(ctx, path.Join(hostRelative(j, cache), "README")); err == nil {
-		return nil
+	cache := path.Join(j.area, "go/cache")
+	if _, ok, err := areaRead(ctx, ex, path.Join(cache, "README")); err != nil || ok {
+		return err
 	}
 	if _, err := os.Stat(path.Join(GoCacheSeed, "README")); err != nil {
 		return nil // not installed: the first build is a cold one
 	}
-	if err := ex.Mkdir(ctx, hostRelative(j, path.Dir(cache))); err != nil {
-		return err
-	}
 	// A failed or partial copy is still a valid cache: Go rebuilds what is
 	// missing, so only a broken sandbox is an error here.
-	_, err := ex.Exec(ctx, protocol.Exec{
-		Argv:        []string{"/bin/cp", "-R", GoCacheSeed, cache},
-		TimeoutMs:   60_000,
-		OutputBytes: 64 << 10,
-	}, io.Discard, io.Discard)
+	_, err := areaExec(ctx, ex, []string{cpBin, "-R", GoCacheSeed, cache}, nil, nil)
 	return err
 }
 
-// hostRelative turns an absolute path under the job's root into the
-// workspace-relative form the Execer's file operations take.
-func hostRelative(j *job, p string) string {
-	rel := strings.TrimPrefix(strings.TrimPrefix(p, j.root), "/")
-	if rel == "" {
-		return "."
+// Tests beside an empty main. A file whose checks are test functions and
+// whose main does nothing must not pass silently: it is built as its tests.
+var (
+	rustTest      = regexp.MustCompile(`#\[\s*test\s*\]`)
+	rustMain      = regexp.MustCompile(`\bfn\s+main\s*\(\s*\)`)
+	rustEmptyMain = regexp.MustCompile(`\bfn\s+main\s*\(\s*\)\s*\{(?:\s|//[^\n]*\n|/\*(?s:.*?)\*/)*\}`)
+	goTest        = regexp.MustCompile(`(?m)^func\s+(?:Test|Example|Fuzz)\w*\s*\(`)
+	goMain        = regexp.MustCompile(`(?m)^func\s+main\s*\(\s*\)`)
+	goEmptyMain   = regexp.MustCompile(`(?m)^func\s+main\s*\(\s*\)\s*\{(?:\s|//[^\n]*\n|/\*(?s:.*?)\*/)*\}`)
+)
+
+// testsOrNote decides from what a program has: its tests run when its main
+// is missing or empty; otherwise a warning says they were not run.
+func testsOrNote(hasTests, hasMain, emptyMain bool, file, what, how string) (bool, []kiln.Diagnostic) {
+	switch {
+	case !hasTests:
+		return false, nil
+	case !hasMain || emptyMain:
+		return true, nil
 	}
-	return rel
+	return false, []kiln.Diagnostic{{File: file, Severity: "warning",
+		Message: "the " + what + " were not run: main has a body, so main ran; to run the tests instead, leave main empty (" + how + ")"}}
+}
+
+// rustTests looks at a Rust crate root for #[test] functions.
+func rustTests(src []byte, file string) (bool, []kiln.Diagnostic) {
+	return testsOrNote(rustTest.Match(src), rustMain.Match(src), rustEmptyMain.Match(src), file, "#[test] functions", "fn main() {}")
+}
+
+// goTests looks at a Go package's files: tests are in _test.go files or, for
+// a cell, in its code; main is in the others. A _test.go entry always runs
+// its tests.
+func goTests(entry string, srcs, testSrcs [][]byte, file string) (bool, []kiln.Diagnostic) {
+	if strings.HasSuffix(entry, "_test.go") {
+		return true, nil
+	}
+	hasTests, hasMain, empty := false, false, false
+	for _, b := range srcs {
+		hasTests = hasTests || goTest.Match(b) && bytes.Contains(b, []byte(`"testing"`))
+		hasMain = hasMain || goMain.Match(b)
+		empty = empty || goEmptyMain.Match(b)
+	}
+	for _, b := range testSrcs {
+		hasTests = hasTests || goTest.Match(b)
+	}
+	return testsOrNote(hasTests, hasMain, empty, file, "Test functions", "func main() {}")
+}
+
+// goPackageTests looks at the entry's package in the workspace.
+func goPackageTests(j *job, in *inputs) {
+	var srcs, tests [][]byte
+	for _, f := range in.srcs {
+		data := in.files[path.Join(j.dir, f)]
+		if strings.HasSuffix(f, "_test.go") {
+			tests = append(tests, data)
+		} else {
+			srcs = append(srcs, data)
+		}
+	}
+	j.test, j.notes = goTests(j.entry, srcs, tests, path.Join(j.dir, j.entry))
+}
+
+// javaPublic finds the top-level public type, which javac wants in a file
+// of its name.
+var javaPublic = regexp.MustCompile(`(?m)^[ \t]*public\s+(?:(?:final|abstract|sealed|non-sealed|strictfp)\s+)*(?:class|interface|enum|record|@interface)\s+([\p{L}_$][\p{L}\p{N}_$]*)`)
+
+// javaClassName is the name of src's public type, or def.
+func javaClassName(src []byte, def string) string {
+	if m := javaPublic.FindSubmatch(src); m != nil {
+		return string(m[1])
+	}
+	return def
 }
 
 var goVersions sync.Map // binary -> "1.26"
