@@ -224,6 +224,10 @@ type Key struct {
 	ID       string     `json:"id"`
 	UserID   string     `json:"user_id"`
 	Name     string     `json:"name"`
+	// ExpiresInSeconds or ExpiresAt (not both) makes a key that stops
+	// working then; neither: the key works until revoked.
+	ExpiresInSeconds int64      `json:"expires_in_seconds,omitempty"`
+	ExpiresAt        *time.Time `json:"expires_at,omitempty"`
 	Prefix   string     `json:"prefix"`
 	Secret   string     `json:"secret,omitempty"`
 	Created  time.Time  `json:"created"`
@@ -237,6 +241,7 @@ type Problem struct {
 	Type      string `json:"type"`
 	Title     string `json:"title"`
 	Status    int    `json:"status"`
+	Expires  *time.Time `json:"expires,omitempty"` // absent: never
 	Code      string `json:"code"`
 	Detail    string `json:"detail"`
 	RequestID string `json:"request_id,omitempty"`

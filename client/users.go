@@ -36,8 +36,13 @@ func (c *Client) User(ctx context.Context, id string) (*User, error) {
 // CreateKey makes an API key for a user ("me" for the caller). The
 // returned Key's Secret is the only copy: the server keeps a hash.
 func (c *Client) CreateKey(ctx context.Context, userID, name string) (*Key, error) {
+	return c.CreateKeyWith(ctx, userID, KeyRequest{Name: name})
+}
+
+// CreateKeyWith is CreateKey with every option, such as an expiry.
+func (c *Client) CreateKeyWith(ctx context.Context, userID string, req KeyRequest) (*Key, error) {
 	var out Key
-	if err := c.doJSON(ctx, http.MethodPost, route("/v1/users/", userID, "/keys"), KeyRequest{Name: name}, &out); err != nil {
+	if err := c.doJSON(ctx, http.MethodPost, route("/v1/users/", userID, "/keys"), req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
 const keyUsage = `Usage:
-  kiln key create [--user ID] [--name N]     make an API key; prints its secret once
+  kiln key create [--user ID] [--name N] [--expires D]
+                                             make an API key; prints its secret once
   kiln key ls [--user ID]                    a user's keys (no secrets)
   kiln key revoke [--user ID] KEYID          revoke a key
   kiln user create [--admin] NAME            make a user (admins only); prints its id
@@ -41,20 +44,25 @@ func keyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var (
 		rf         remoteFlags
 		user, name string
+		expires    time.Duration
 		asJSON     bool
 	)
-	fs := newFlagSet("kiln key create", "kiln key create [--user ID] [--name N] [--json]", stderr, &rf)
+	fs := newFlagSet("kiln key create", "kiln key create [--user ID] [--name N] [--expires D] [--json]", stderr, &rf)
 	fs.StringVar(&user, "user", "me", "the user who will own the key")
 	fs.StringVar(&name, "name", "", "a name to recognize the key by, e.g. ci")
+	fs.DurationVar(&expires, "expires", 0, "the key stops working after this long, e.g. 24h or 90m (default: never)")
 	fs.BoolVar(&asJSON, "json", false, "print the key, with its secret, as JSON")
 	if _, done, err := positional(fs, args, 0, 0); done {
 		return err
+	}
+	if expires < 0 || (expires > 0 && expires < time.Second) {
+		return kiln.Errorf(kiln.Invalid, "--expires %v must be a second or more, e.g. 24h", expires)
 	}
 	rc, err := rf.connect(stderr)
 	if err != nil {
 		return err
 	}
-	k, err := rc.CreateKey(ctx, user, name)
+	k, err := rc.CreateKeyWith(ctx, user, client.KeyRequest{Name: name, ExpiresInSeconds: int64(expires / time.Second)})
 	if err != nil {
 		return rc.fail(err)
 	}
@@ -93,9 +101,9 @@ func keyList(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if asJSON {
 		return printJSON(stdout, nonNil(keys))
 	}
-	t := newTable(stdout, "ID", "NAME", "PREFIX", "CREATED", "LAST USED", "REVOKED")
+	t := newTable(stdout, "ID", "NAME", "PREFIX", "CREATED", "LAST USED", "EXPIRES", "REVOKED")
 	for _, k := range keys {
-		t.row(k.ID, first(k.Name, "-"), k.Prefix, stamp(k.Created), stampPtr(k.LastUsed), stampPtr(k.Revoked))
+		t.row(k.ID, first(k.Name, "-"), k.Prefix, stamp(k.Created), stampPtr(k.LastUsed), stampPtr(k.Expires), stampPtr(k.Revoked))
 	}
 	t.flush()
 	return nil

@@ -35,7 +35,9 @@ var (
 	failureStages = set("create", "exec", "destroy", "pool")
 
 	// rejectReasons say why a request was refused before any work.
-	rejectReasons = set("rate_limit", "queue_full", "quota", "too_large")
+	//   auth_failures  the client address failed authentication too often
+	//   spool          the archive-upload spool was full
+	rejectReasons = set("rate_limit", "queue_full", "quota", "too_large", "auth_failures", "spool")
 )
 
 func set(vs ...string) map[string]bool {

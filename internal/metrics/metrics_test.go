@@ -73,6 +73,7 @@ func TestRecordedSeries(t *testing.T) {
 	m.SessionEnded("deleted")
 	m.SandboxFailure("create")
 	m.Rejected("queue_full")
+	m.Rejected("auth_failures")
 	m.HTTP("GET /v1/sessions/{id}", 200, 100*time.Millisecond)
 	m.HTTP("GET /v1/sessions/{id}", 404, 100*time.Millisecond)
 	m.HTTP("POST /v1/run", 429, time.Millisecond)
@@ -102,6 +103,7 @@ func TestRecordedSeries(t *testing.T) {
 		`kiln_sandbox_failures_total{stage="destroy"}`: 0,
 		`kiln_rejected_total{reason="queue_full"}`:     1,
 		`kiln_rejected_total{reason="rate_limit"}`:     0,
+		`kiln_rejected_total{reason="auth_failures"}`:  1,
 
 		`kiln_http_requests_total{code="200",route="GET /v1/sessions/{id}"}`: 1,
 		`kiln_http_requests_total{code="404",route="GET /v1/sessions/{id}"}`: 1,

@@ -37,8 +37,8 @@ func (m *Metrics) SandboxFailure(stage string) {
 }
 
 // Rejected records a request refused before any work, for reason
-// rate_limit, queue_full, quota or too_large; anything else counts as
-// "other".
+// rate_limit, queue_full, quota, too_large, auth_failures or spool;
+// anything else counts as "other".
 func (m *Metrics) Rejected(reason string) {
 	m.rejected.WithLabelValues(fold(rejectReasons, reason)).Inc()
 }

@@ -96,6 +96,9 @@ func problemFor(err error) client.Problem {
 	if errors.As(err, &re) {
 		p.RetryAfterSeconds = re.after
 	}
+	if p.Status == http.StatusServiceUnavailable && p.RetryAfterSeconds == 0 {
+		p.RetryAfterSeconds = 2 // every 503 says when to come back
+	}
 	return p
 }
 

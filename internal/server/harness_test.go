@@ -16,6 +16,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/server"
 	"github.com/kiln-dev/kiln/internal/service"
+	"github.com/kiln-dev/kiln/internal/store"
 	"github.com/kiln-dev/kiln/internal/store/sqlite"
 	"github.com/kiln-dev/kiln/internal/workspace"
 )
@@ -39,8 +40,9 @@ type env struct {
 func (e *env) adminKey(t *testing.T) string { return e.key }
 
 type options struct {
-	svc  service.Config
-	http server.Config
+	svc       service.Config
+	http      server.Config
+	wrapStore func(store.Store) store.Store // a test's view of the store, e.g. one that fails
 }
 
 func newEnv(t *testing.T, opts options) *env {
@@ -71,7 +73,11 @@ func newEnv(t *testing.T, opts options) *env {
 	if cfg.PoolSize == 0 {
 		cfg.PoolSize = -1
 	}
-	svc, err := service.New(ctx, cfg, st, engine.New(b, log), log)
+	var ss store.Store = st
+	if opts.wrapStore != nil {
+		ss = opts.wrapStore(st)
+	}
+	svc, err := service.New(ctx, cfg, ss, engine.New(b, log), log)
 	if err != nil {
 		t.Fatal(err)
 	}

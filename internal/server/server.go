@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -24,16 +25,22 @@ import (
 
 // Config is the HTTP side's policy; zero fields take DefaultConfig's.
 type Config struct {
-	RatePerSecond  float64 // requests per second per API key, sustained
-	RateBurst      int     // requests per API key at once
-	MaxJSONBytes   int64   // a JSON request body
-	MaxRunBytes    int64   // a one-shot run's body (its files ride in it)
-	MaxUploadBytes int64   // one upload (also bounded by the workspace's size)
+	RatePerSecond float64 // requests per second per API key, and per user, sustained
+	RateBurst     int     // requests per API key, and per user, at once
+	// AuthFailuresPerMinute and AuthFailureBurst limit failed
+	// authentications per client address (the TCP peer: behind a proxy,
+	// the proxy's).
+	AuthFailuresPerMinute float64
+	AuthFailureBurst      int
+	MaxJSONBytes          int64 // a JSON request body
+	MaxRunBytes           int64 // a one-shot run's body (its files ride in it)
+	MaxUploadBytes        int64 // one upload (also bounded by the workspace's size)
 }
 
 // DefaultConfig is the HTTP policy on the embedded defaults.
 func DefaultConfig() Config {
-	return Config{RatePerSecond: 50, RateBurst: 100, MaxJSONBytes: 4 * kiln.MiB, MaxRunBytes: 96 * kiln.MiB, MaxUploadBytes: kiln.GiB}
+	return Config{RatePerSecond: 50, RateBurst: 100, AuthFailuresPerMinute: 30, AuthFailureBurst: 10,
+		MaxJSONBytes: 4 * kiln.MiB, MaxRunBytes: 96 * kiln.MiB, MaxUploadBytes: kiln.GiB}
 }
 
 func (c Config) withDefaults() Config {
@@ -43,6 +50,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RateBurst <= 0 {
 		c.RateBurst = d.RateBurst
+	}
+	if c.AuthFailuresPerMinute <= 0 {
+		c.AuthFailuresPerMinute = d.AuthFailuresPerMinute
+	}
+	if c.AuthFailureBurst <= 0 {
+		c.AuthFailureBurst = d.AuthFailureBurst
 	}
 	if c.MaxJSONBytes <= 0 {
 		c.MaxJSONBytes = d.MaxJSONBytes
@@ -63,6 +76,7 @@ type Server struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 	limits *rateLimits
+	fails  authFailures
 	routes []string
 	// UI, when set, serves everything outside /v1 and /metrics (the web
 	// notebook).
@@ -75,7 +89,8 @@ type Server struct {
 // New returns the API of svc.
 func New(svc *service.Service, cfg Config, log *slog.Logger) *Server {
 	cfg = cfg.withDefaults()
-	s := &Server{svc: svc, cfg: cfg, log: log, mux: http.NewServeMux(), limits: newRateLimits(cfg.RatePerSecond, cfg.RateBurst)}
+	s := &Server{svc: svc, cfg: cfg, log: log, mux: http.NewServeMux(), limits: newRateLimits(cfg.RatePerSecond, cfg.RateBurst),
+		fails: newAuthFailures(cfg.AuthFailuresPerMinute, cfg.AuthFailureBurst)}
 	s.register()
 	return s
 }
@@ -135,7 +150,7 @@ func (s *Server) handle(pattern string, h handler) {
 		noteRoute(w, r)
 		c, err := s.authenticate(r)
 		if err == nil {
-			err = s.limits.allow(c.key.ID)
+			err = s.limits.allow(c.user.ID, c.key.ID)
 			if err != nil {
 				s.svc.Metrics().Rejected("rate_limit")
 			}
@@ -144,7 +159,7 @@ func (s *Server) handle(pattern string, h handler) {
 			err = h(w, r, c)
 		}
 		if err != nil {
-			writeError(w, r, s.log, namedNotFound(r, err))
+			writeError(w, r, s.log, namedNotFound(r, s.storeOutage(r, err)))
 		}
 	})
 }
@@ -181,17 +196,37 @@ func (s *Server) public(pattern string, h func(w http.ResponseWriter, r *http.Re
 	})
 }
 
+// authenticate finds the caller by its key. A client address that has
+// failed too often is refused first, without looking at its key.
 func (s *Server) authenticate(r *http.Request) (*call, error) {
 	auth := r.Header.Get("Authorization")
 	scheme, key, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return nil, kiln.Errorf(kiln.Unauthenticated, "send an API key as \"Authorization: Bearer KEY\"")
 	}
+	addr := clientAddr(r)
+	if err := s.fails.check(addr); err != nil {
+		s.svc.Metrics().Rejected("auth_failures")
+		return nil, err
+	}
 	u, k, err := s.svc.Authenticate(r.Context(), strings.TrimSpace(key))
 	if err != nil {
+		if kiln.KindOf(err) == kiln.Unauthenticated {
+			s.fails.failed(addr)
+		}
 		return nil, err
 	}
 	return &call{user: u, key: k}, nil
+}
+
+// clientAddr is the peer's IP address, without the port. A forwarded
+// header is not trusted: anyone can send one.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 type ctxKey int

@@ -2,8 +2,10 @@ package server
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/store"
 )
 
@@ -59,7 +61,11 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) erro
 			return err
 		}
 	}
-	k, err := s.svc.CreateKey(r.Context(), c.user, r.PathValue("id"), req.Name)
+	expires, err := keyExpiry(req, time.Now())
+	if err != nil {
+		return err
+	}
+	k, err := s.svc.CreateKey(r.Context(), c.user, r.PathValue("id"), req.Name, expires)
 	if err != nil {
 		return err
 	}
@@ -67,6 +73,29 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) erro
 	out.Secret = k.Secret()
 	w.Header().Set("Cache-Control", "no-store")
 	return writeJSON(w, http.StatusCreated, out)
+}
+
+// maxKeyLifetime bounds an expiry, so that a typo in seconds does not
+// overflow a time.
+const maxKeyLifetime = 100 * 365 * 24 * time.Hour
+
+// keyExpiry is the expiry a key request asks for: zero for none.
+func keyExpiry(req client.KeyRequest, now time.Time) (time.Time, error) {
+	switch {
+	case req.ExpiresInSeconds != 0 && req.ExpiresAt != nil:
+		return time.Time{}, kiln.Errorf(kiln.Invalid, "give expires_in_seconds or expires_at, not both")
+	case req.ExpiresInSeconds < 0 || req.ExpiresInSeconds > int64(maxKeyLifetime/time.Second):
+		return time.Time{}, kiln.Errorf(kiln.Invalid, "expires_in_seconds must be from 1 to %d (100 years), not %d", int64(maxKeyLifetime/time.Second), req.ExpiresInSeconds)
+	case req.ExpiresInSeconds > 0:
+		return now.Add(time.Duration(req.ExpiresInSeconds) * time.Second), nil
+	case req.ExpiresAt != nil && !req.ExpiresAt.After(now):
+		return time.Time{}, kiln.Errorf(kiln.Invalid, "expires_at %s is not in the future", req.ExpiresAt.UTC().Format(time.RFC3339))
+	case req.ExpiresAt != nil && req.ExpiresAt.Sub(now) > maxKeyLifetime:
+		return time.Time{}, kiln.Errorf(kiln.Invalid, "expires_at %s is more than 100 years ahead", req.ExpiresAt.UTC().Format(time.RFC3339))
+	case req.ExpiresAt != nil:
+		return *req.ExpiresAt, nil
+	}
+	return time.Time{}, nil
 }
 
 func (s *Server) keys(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -37,6 +37,10 @@ func (s *Service) Authenticate(ctx context.Context, key string) (store.User, sto
 	if err != nil {
 		return store.User{}, store.APIKey{}, err
 	}
+	if k.Expired(time.Now()) {
+		return store.User{}, store.APIKey{}, kiln.Errorf(kiln.Unauthenticated,
+			"this API key (%s...) expired at %s; ask for a new one", k.Prefix, k.Expires.UTC().Format(time.RFC3339))
+	}
 	u, err := s.store.User(ctx, k.UserID)
 	if err != nil {
 		return store.User{}, store.APIKey{}, err
@@ -63,7 +67,7 @@ func (s *Service) Bootstrap(ctx context.Context) (string, error) {
 	if err := s.store.CreateUser(ctx, &u); err != nil {
 		return "", err
 	}
-	k, err := s.createKey(ctx, u, u.ID, "bootstrap")
+	k, err := s.createKey(ctx, u, u.ID, "bootstrap", time.Time{})
 	if err != nil {
 		return "", err
 	}
@@ -133,8 +137,8 @@ type NewKey struct {
 func (k NewKey) Secret() string { return k.secret }
 
 // CreateKey makes an API key for a user (the caller itself, or anyone for
-// an admin).
-func (s *Service) CreateKey(ctx context.Context, caller store.User, userID, name string) (NewKey, error) {
+// an admin) that expires at expires (zero: never).
+func (s *Service) CreateKey(ctx context.Context, caller store.User, userID, name string, expires time.Time) (NewKey, error) {
 	id, err := s.subject(caller, userID)
 	if err != nil {
 		return NewKey{}, err
@@ -146,12 +150,12 @@ func (s *Service) CreateKey(ctx context.Context, caller store.User, userID, name
 	if err != nil {
 		return NewKey{}, err
 	}
-	return s.createKey(ctx, caller, u.ID, name)
+	return s.createKey(ctx, caller, u.ID, name, expires)
 }
 
-func (s *Service) createKey(ctx context.Context, caller store.User, userID, name string) (NewKey, error) {
+func (s *Service) createKey(ctx context.Context, caller store.User, userID, name string, expires time.Time) (NewKey, error) {
 	secret := newKey()
-	k := store.APIKey{UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+6], Hash: store.HashKey(secret)}
+	k := store.APIKey{UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+6], Hash: store.HashKey(secret), Expires: expires}
 	if err := s.store.CreateAPIKey(ctx, &k); err != nil {
 		return NewKey{}, err
 	}

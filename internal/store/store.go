@@ -52,6 +52,7 @@ type Keys interface {
 	// ErrConflict if the hash is already stored.
 	CreateAPIKey(ctx context.Context, k *APIKey) error
 	// APIKeyByHash returns the unrevoked key with the hash, or ErrNotFound.
+	// An expired key is returned: the caller says that it expired.
 	APIKeyByHash(ctx context.Context, hash string) (APIKey, error)
 	// TouchAPIKey records that the key was used at the time.
 	TouchAPIKey(ctx context.Context, id string, at time.Time) error
@@ -151,7 +152,11 @@ type APIKey struct {
 	Created  time.Time
 	LastUsed time.Time // zero: never
 	Revoked  time.Time // zero: not revoked
+	Expires  time.Time // zero: never
 }
+
+// Expired reports whether the key has expired at t.
+func (k APIKey) Expired(t time.Time) bool { return !k.Expires.IsZero() && !t.Before(k.Expires) }
 
 // HashKey is the form in which an API key is stored and looked up: the hex
 // SHA-256 of the key.
