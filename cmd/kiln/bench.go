@@ -14,13 +14,24 @@ import (
 	"github.com/kiln-dev/kiln/internal/engine"
 )
 
+const benchUsage = `Usage: kiln bench [flags]
+
+Measures what kiln adds to a bare run of the same program: sandbox start
+and exec latency, throughput at several concurrencies, sessions and the
+HTTP service. It takes a few minutes and prints a report; see
+docs/PERFORMANCE.md for the figures and how to read them.
+
+Flags:
+`
+
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kiln bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
 	o := bench.Options{Concurrency: []int{1, 2, 8}}
 	fs.IntVar(&o.Runs, "runs", 50, "latency samples per measurement")
 	fs.IntVar(&o.Throughput, "throughput-runs", 200, "runs per throughput measurement")
-	cliToo := fs.Bool("cli", true, "also time `kiln run` as a separate process")
+	cliToo := fs.Bool("cli", true, "also time kiln run as a separate process")
 	sessions := fs.Bool("sessions", true, "also measure sessions: ready time and warm cells")
 	svc := fs.Bool("service", true, "also measure the HTTP service: session creation, warm cells, /v1/run, idle memory")
 	if err := fs.Parse(args); err != nil {

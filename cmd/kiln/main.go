@@ -8,10 +8,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/kiln-dev/kiln/internal/agent"
@@ -103,8 +105,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "key", "user":
 		return keyCmd(ctx, args[0], args[1:], stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "kiln", version)
-		return nil
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -115,3 +116,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
+
+// versionCmd is `kiln version [--json]`.
+func versionCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kiln version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, `print {"version": ..., "go": ...} as JSON`)
+	fs.Usage = func() { fmt.Fprint(stderr, "Usage: kiln version [--json]\n\nFlags:\n"); fs.PrintDefaults() }
+	if _, done, err := positional(fs, args, 0, 0); done {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]string{"version": version, "go": runtime.Version()})
+	}
+	fmt.Fprintln(stdout, "kiln", version)
+	return nil
+}

@@ -9,6 +9,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -333,6 +334,37 @@ func TestLanguages(t *testing.T) {
 	for _, name := range lang.Names() {
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\s+(repl|program)\s+/\S+\s+\S`).MatchString(r.stdout) {
 			t.Errorf("kiln languages does not list %s with a runtime and version:\n%s", name, r.stdout)
+		}
+	}
+}
+
+func TestVersionJSON(t *testing.T) {
+	r := execKiln(t, invocation{}, "version", "--json")
+	var v struct{ Version, Go string }
+	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != 0 || err != nil || v.Version != testVersion || !strings.HasPrefix(v.Go, "go") {
+		t.Errorf("kiln version --json: exit %d, stdout %q (%v), stderr %q; want {\"version\": %q, \"go\": ...}", r.code, r.stdout, err, r.stderr, testVersion)
+	}
+	if r := execKiln(t, invocation{}, "version", "--frob"); r.code != 2 {
+		t.Errorf("kiln version --frob: exit %d, want 2", r.code)
+	}
+}
+
+// TestHelpLayout: every command's -h starts with its usage line and names
+// each flag's default once.
+func TestHelpLayout(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve"}, {"bench"}, {"run"}, {"repl"}, {"exec"}, {"version"},
+		{"session", "create"}, {"session", "ls"}, {"files", "put"}, {"files", "rm"}, {"history"},
+	} {
+		r := execKiln(t, invocation{}, append(args, "-h")...)
+		name := "kiln " + strings.Join(args, " ")
+		if r.code != 0 || !strings.HasPrefix(r.stderr, "Usage: "+name) {
+			t.Errorf("%s -h: exit %d, want 0 and a help that starts %q:\n%s", name, r.code, "Usage: "+name, r.stderr)
+		}
+		for _, line := range strings.Split(r.stderr, "\n") {
+			if strings.Count(line, "(default") > 1 {
+				t.Errorf("%s -h names a default twice: %q", name, strings.TrimSpace(line))
+			}
 		}
 	}
 }

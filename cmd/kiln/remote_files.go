@@ -277,7 +277,13 @@ func filesRemove(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	for _, p := range pos[1:] {
-		if err := rc.DeleteFile(ctx, pos[0], p, recursive); err != nil {
+		err := rc.DeleteFile(ctx, pos[0], p, recursive)
+		var prob *client.Problem
+		if !recursive && errors.As(err, &prob) && prob.Code == string(kiln.Conflict) {
+			// The server's words are for API clients; say the CLI's flag.
+			return kiln.Wrap(kiln.Conflict, err, "%s is a directory that is not empty; kiln files rm -r deletes it and what it holds", clean(p))
+		}
+		if err != nil {
 			return rc.fail(err)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 
 const sessionUsage = `Usage:
   kiln session create [flags]            start a session; prints its id
-  kiln session ls [flags]                the sessions of the key's user
+  kiln session ls [--all] [flags]        the active sessions of the key's user
   kiln session get ID                    one session
   kiln session rm ID...                  end sessions (their files are gone)
   kiln session interrupt ID              stop the session's running cell
@@ -87,15 +87,25 @@ func sessionList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var (
 		rf     remoteFlags
 		status string
+		all    bool
 		meta   = metaFlag{}
 		asJSON bool
 	)
-	fs := newFlagSet("kiln session ls", "kiln session ls [--status active|ended] [--meta KEY=VALUE]... [--json]", stderr, &rf)
-	fs.Var(choiceFlag{&status, []string{"active", "ended"}}, "status", "only sessions with this `status`: active or ended (default: both)")
+	fs := newFlagSet("kiln session ls", "kiln session ls [--all | --status active|ended] [--meta KEY=VALUE]... [--json]", stderr, &rf)
+	fs.Var(choiceFlag{&status, []string{"active", "ended"}}, "status", "only sessions with this `status`: active or ended (default: active)")
+	fs.BoolVar(&all, "all", false, "list ended sessions too")
 	fs.Var(meta, "meta", "only sessions with this metadata KEY=VALUE (repeatable; all must match)")
 	fs.BoolVar(&asJSON, "json", false, "print the sessions as a JSON array")
 	if _, done, err := positional(fs, args, 0, 0); done {
 		return err
+	}
+	switch {
+	case all && status != "":
+		fmt.Fprint(stderr, "kiln session ls: --all and --status cannot go together; --all lists every status\n\n")
+		fs.Usage()
+		return errUsage
+	case !all && status == "":
+		status = "active"
 	}
 	rc, err := rf.connect(stderr)
 	if err != nil {

@@ -15,6 +15,8 @@ func TestSessionCommands(t *testing.T) {
 		{"session-create", "", []string{"session", "create"}},
 		{"session-create-json", "", []string{"session", "create", "--lang", "python", "--json"}},
 		{"session-ls", "", []string{"session", "ls"}},
+		{"session-ls-all", "", []string{"session", "ls", "--all"}},
+		{"session-ls-all-and-status", "", []string{"session", "ls", "--all", "--status", "ended"}},
 		{"session-ls-active", "", []string{"session", "ls", "--status", "active", "--meta", "conv=42"}},
 		{"session-ls-none", "", []string{"session", "ls", "--meta", "conv=0"}},
 		{"session-ls-json", "", []string{"session", "ls", "--status", "ended", "--json"}},
@@ -51,11 +53,16 @@ func TestSessionCreateRequest(t *testing.T) {
 
 func TestSessionRequestsSent(t *testing.T) {
 	f := newFakeKiln(t)
-	f.run(t, "", "session", "ls", "--status", "active")
+	f.run(t, "", "session", "ls", "--status", "ended")
+	f.run(t, "", "session", "ls")
+	f.run(t, "", "session", "ls", "--all")
 	f.run(t, "", "session", "restart", "s1")
 	f.run(t, "", "session", "rm", "s1")
 	want := []string{
-		"GET /v1/sessions?status=active",
+		"GET /v1/sessions?status=ended",
+		"GET /v1/sessions?status=active", // active ones by default
+		"GET /v1/sessions",
+		"GET /v1/sessions?cursor=1", // the fake pages one session at a time
 		"POST /v1/sessions/s1/restart",
 		"DELETE /v1/sessions/s1",
 	}

@@ -58,7 +58,7 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.DurationVar(&f.svc.IdleTTL, "idle-ttl", sd.IdleTTL, "a session's idle TTL when it asks for none")
 	fs.IntVar(&f.svc.MaxSessionsPerUser, "max-sessions", sd.MaxSessionsPerUser, "active sessions per user")
 	fs.Int64Var(&f.svc.MaxWorkspaceBytesPerUser, "workspace-quota", sd.MaxWorkspaceBytesPerUser, "bytes of workspace per user, all active sessions together")
-	fs.IntVar(&f.svc.Concurrency, "concurrency", sd.Concurrency, "cells and runs at once (default: the number of CPUs)")
+	fs.IntVar(&f.svc.Concurrency, "concurrency", sd.Concurrency, "cells and runs at once, all users together")
 	fs.IntVar(&f.svc.QueueLength, "queue", sd.QueueLength, "cells and runs waiting at most; beyond, 503 at once")
 	fs.Int64Var(&f.svc.MaxCodeBytes, "max-code", sd.MaxCodeBytes, "bytes of code per cell")
 	fs.Float64Var(&f.http.RatePerSecond, "rate", hd.RatePerSecond, "requests per second per API key")
