@@ -51,6 +51,7 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	sd, hd := service.DefaultConfig(), server.DefaultConfig()
 	fs.StringVar(&f.listen, "listen", DefaultListen, "address to listen on (host:port)")
 	fs.StringVar(&f.data, "data", "/var/lib/kiln", "data directory: the SQLite database and the session workspaces")
+	fs.TextVar(&f.svc.Workspaces, "workspaces", sd.Workspaces, "where session workspaces live, a `kind`: disk (an ext4 image per session in the data directory; survives a reboot) or tmpfs (memory; a reboot loses them)")
 	fs.StringVar(&f.db, "db", "", "PostgreSQL DSN (postgres://...); empty: SQLite in the data directory")
 	fs.StringVar(&f.keyFile, "admin-key-file", "", "also write the first admin key to this file (mode 0600)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -151,7 +152,7 @@ func listenAndServe(ctx context.Context, f *serveFlags, h *server.Server, log *s
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
-	log.Info("kiln serving", "addr", ln.Addr().String(), "data", f.data, "version", version)
+	log.Info("kiln serving", "addr", ln.Addr().String(), "data", f.data, "workspaces", string(f.svc.Workspaces), "version", version)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -28,7 +28,14 @@ func (s *Service) recover(ctx context.Context) error {
 	}
 	keep := map[string]bool{}
 	for _, rec := range active {
-		if !s.ws.Exists(rec.ID) {
+		// A disk workspace is mounted again here after a reboot.
+		err := s.ws.Restore(rec.ID)
+		if err != nil && kiln.KindOf(err) != kiln.NotFound {
+			// Its image is there but does not mount: refuse to start
+			// rather than end the session and remove its files.
+			return kiln.Wrap(kiln.Unavailable, err, "cannot restore the workspace of session %s; fix or remove its image, then start again", rec.ID)
+		}
+		if err != nil {
 			if err := s.store.EndSession(ctx, rec.UserID, rec.ID, ReasonLost, time.Now()); err != nil {
 				return err
 			}

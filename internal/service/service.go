@@ -25,7 +25,8 @@ import (
 // Config is the service's policy. Zero fields take the defaults of
 // DefaultConfig.
 type Config struct {
-	DataDir string // workspaces live in DataDir/workspaces
+	DataDir    string         // workspaces live in DataDir/workspaces
+	Workspaces workspace.Kind // what new workspaces are: disk images (the default) or tmpfs
 
 	PoolSize       int           // warm Python sandboxes kept ready; negative disables
 	IdleTTL        time.Duration // a session's idle TTL when it asks for none
@@ -51,6 +52,7 @@ func DefaultConfig() Config {
 		MaxIdleTTL:               7 * 24 * time.Hour,
 		IdleCheckEvery:           10 * time.Second,
 		MaxSessionsPerUser:       20,
+		Workspaces:               workspace.Disk,
 		MaxWorkspaceBytesPerUser: 8 * kiln.GiB,
 		Concurrency:              runtime.NumCPU(),
 		QueueLength:              16 * runtime.NumCPU(),
@@ -67,6 +69,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PoolSize < 0 {
 		c.PoolSize = 0
+	if c.Workspaces == "" {
+		c.Workspaces = d.Workspaces
+	}
 	}
 	setDur := func(p *time.Duration, v time.Duration) {
 		if *p <= 0 {
@@ -125,7 +130,7 @@ func New(ctx context.Context, cfg Config, st store.Store, eng *engine.Engine, lo
 	if cfg.DataDir == "" {
 		return nil, errors.New("service: no data directory")
 	}
-	ws, err := workspace.Open(filepath.Join(cfg.DataDir, "workspaces"))
+	ws, err := workspace.OpenKind(filepath.Join(cfg.DataDir, "workspaces"), cfg.Workspaces)
 	if err != nil {
 		return nil, err
 	}

@@ -11,11 +11,12 @@ import (
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
-// Create makes workspace id: a directory under the root with a tmpfs of
-// the given size and number of inodes mounted on it, owned by root with
-// mode 0700 until a sandbox takes it (native.Spec.HostDir gives it to the
-// sandbox's user). It returns the path. An id that already has a directory
-// is a conflict, mounted or not.
+// Create makes workspace id of the Dir's kind: a directory under the root
+// with a filesystem of the given size and (at least) number of inodes
+// mounted on it, owned by root with mode 0700 until a sandbox takes it
+// (native.Spec.HostDir gives it to the sandbox's user). It returns the
+// path. An id that already has a directory or an image is a conflict,
+// mounted or not.
 func (d *Dir) Create(id string, bytes, inodes int64) (string, error) {
 	if err := validID(id); err != nil {
 		return "", err
@@ -30,18 +31,24 @@ func (d *Dir) Create(id string, bytes, inodes int64) (string, error) {
 		}
 		return "", kiln.Wrap(kiln.Internal, err, "cannot create workspace %s", id)
 	}
-	// nosuid and nodev, but not noexec: user programs are built in the
-	// workspace and run from it.
-	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", bytes, inodes)
-	if err := unix.Mount("kiln-workspace", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	var err error
+	if d.kind == Disk {
+		err = d.createDisk(id, p, bytes, inodes)
+	} else {
+		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", bytes, inodes)
+		if err = unix.Mount("kiln-workspace", p, "tmpfs", mountFlags, opts); err != nil {
+			err = kiln.Wrap(kiln.Internal, err, "cannot mount workspace %s", id)
+		}
+	}
+	if err != nil {
 		os.Remove(p)
-		return "", kiln.Wrap(kiln.Internal, err, "cannot mount workspace %s", id)
+		return "", err
 	}
 	return p, nil
 }
 
 // Exists says whether workspace id is mounted: its directory is a tmpfs
-// other than the root's own filesystem.
+// or an ext4 other than the root's own filesystem.
 func (d *Dir) Exists(id string) bool {
 	if validID(id) != nil {
 		return false
@@ -58,13 +65,42 @@ func (d *Dir) mounted(p string) bool {
 		return false
 	}
 	var sfs unix.Statfs_t
-	return unix.Statfs(p, &sfs) == nil && sfs.Type == unix.TMPFS_MAGIC
+	return unix.Statfs(p, &sfs) == nil && (sfs.Type == unix.TMPFS_MAGIC || sfs.Type == unix.EXT4_SUPER_MAGIC)
 }
 
-// Remove unmounts workspace id and removes its directory; its files are
-// gone. The unmount is lazy (MNT_DETACH): a sandbox that still has it
-// bound keeps it until that sandbox ends, and the memory is freed then.
-// Removing a workspace that is not there is not an error.
+// Restore makes sure that workspace id is mounted, and says whether it
+// is: a disk workspace whose mount is gone (after a reboot, or a service
+// that ran in a mount namespace of its own) is mounted again from its
+// image. It answers NotFound for a workspace that is lost: a tmpfs after
+// a reboot, or no workspace at all. Another error (the image cannot be
+// mounted) leaves the image as it is.
+func (d *Dir) Restore(id string) error {
+	if err := validID(id); err != nil {
+		return err
+	}
+	p := d.Path(id)
+	if d.mounted(p) {
+		return nil
+	}
+	if _, err := os.Lstat(d.imagePath(id)); errors.Is(err, fs.ErrNotExist) {
+		return kiln.Errorf(kiln.NotFound, "workspace %s is lost: it is not mounted and has no disk image", id)
+	}
+	// A directory left by the lost mount is empty, unless something wrote
+	// into it since; the mount goes on top either way.
+	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return kiln.Wrap(kiln.Internal, err, "cannot restore workspace %s", id)
+	}
+	if err := d.mountImage(id, p); err != nil {
+		return kiln.Wrap(kiln.Internal, err, "cannot mount the image of workspace %s (%s)", id, d.imagePath(id))
+	}
+	return nil
+}
+
+// Remove unmounts workspace id and removes its directory and image; its
+// files are gone. The unmount is lazy (MNT_DETACH): a sandbox that still
+// has it bound keeps it until that sandbox ends, and the memory (or the
+// disk blocks and loop device) is freed then. Removing a workspace that
+// is not there is not an error.
 func (d *Dir) Remove(id string) error {
 	if err := validID(id); err != nil {
 		return err
@@ -88,6 +124,11 @@ func (d *Dir) Remove(id string) error {
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return kiln.Wrap(kiln.Internal, err, "cannot remove workspace %s", id)
+	}
+	// Unlinked while a sandbox may still use it: the loop device keeps
+	// the file open, and its blocks go with the last user.
+	if err := os.Remove(d.imagePath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return kiln.Wrap(kiln.Internal, err, "cannot remove the image of workspace %s", id)
 	}
 	return nil
 }

@@ -20,11 +20,25 @@ import (
 // belongs to the sandbox that uses it.
 const rootMode = 0o711
 
-// Open makes sure root exists as a directory that only host root can
-// change and returns the manager of the workspaces under it. It refuses
-// a root where a symlink or a directory that someone else can write to
-// (the root or a parent) would let another user redirect the mounts.
-func Open(root string) (*Dir, error) {
+// Open is OpenKind for tmpfs workspaces, for callers that make none or
+// want them in memory.
+func Open(root string) (*Dir, error) { return OpenKind(root, Tmpfs) }
+
+// OpenKind makes sure root exists as a directory that only host root can
+// change and returns the manager of the workspaces under it, which makes
+// new ones of the given kind. It refuses a root where a symlink or a
+// directory that someone else can write to (the root or a parent) would
+// let another user redirect the mounts, and disk workspaces on a host
+// without mkfs.ext4 or loop devices.
+func OpenKind(root string, kind Kind) (*Dir, error) {
+	if _, err := ParseKind(string(kind)); err != nil {
+		return nil, err
+	}
+	if kind == Disk {
+		if err := checkDiskSupport(); err != nil {
+			return nil, err
+		}
+	}
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return nil, kiln.Wrap(kiln.Invalid, err, "workspace root %q", root)
@@ -46,7 +60,7 @@ func Open(root string) (*Dir, error) {
 	if err := os.Chmod(root, rootMode); err != nil {
 		return nil, kiln.Wrap(kiln.Unsupported, err, "cannot set the mode of the workspace root %s", root)
 	}
-	return &Dir{root: root}, nil
+	return &Dir{root: root, kind: kind}, nil
 }
 
 // checkChain checks root and each of its parents: a real directory (no

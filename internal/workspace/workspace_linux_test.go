@@ -21,12 +21,14 @@ const kib = 1 << 10
 // newDir opens a workspace root in a fresh temporary directory and removes
 // every workspace left in it when the test ends, before the directory
 // itself goes.
-func newDir(t *testing.T) *Dir {
+func newDir(t *testing.T) *Dir { return newKindDir(t, Tmpfs) }
+
+func newKindDir(t *testing.T, kind Kind) *Dir {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: workspaces are tmpfs mounts")
+		t.Skip("needs root: workspaces are mounts")
 	}
-	d, err := Open(filepath.Join(searchableTempDir(t), "workspaces"))
+	d, err := OpenKind(filepath.Join(searchableTempDir(t), "workspaces"), kind)
 	if err != nil {
 		t.Fatal(err)
 	}
