@@ -5,8 +5,8 @@
 // unix stream socket to the agent. Over it both sides send newline-delimited
 // JSON objects, one message per line, each at most MaxLine bytes. The
 // kernel's own stdout and stderr (fds 1 and 2) are pipes the agent reads and
-// attributes to the cell that is running; its stdin (fd 0) is empty. A
-// kernel runs one cell at a time.
+// attributes to the cell that is running; its stdin (fd 0) is empty (see
+// Stdin below). A kernel runs one cell at a time.
 //
 // The kernel speaks first, with Ready. Then:
 //
@@ -55,7 +55,17 @@
 // while the answer was on the way) comes before the next Execute; kernels
 // drop Stdin messages outside a cell. A kernel that pulls ahead of user code
 // (bash feeds a pipe) sends its next request only when it has passed on the
-// last answer.
+// last answer, and marks its requests Ahead.
+//
+// A request that is not Ahead means user code waits for input: when the
+// agent has none queued, it tells the client that input is wanted
+// (protocol.TInputRequest), with the prompt, the cell's output since its
+// last newline. That is why a kernel flushes before it asks.
+//
+// Raw reads of fd 0 read the cell's stdin too, from the same buffer as the
+// language's stdin object: os.read(0, n) in Python, fs.readSync(0) and
+// fs.readFileSync(0) in Node.js. The kernel's real fd 0 stays empty, so a
+// child process or C code that reads it sees end of file.
 package kernelproto
 
 import "encoding/json"
@@ -117,12 +127,20 @@ type Execute struct {
 	// StdinOpen says the cell's stdin arrives while it runs: reads send
 	// StdinRequest (see the package doc). Stdin and HasStdin are unused then.
 	StdinOpen bool `json:"stdin_open,omitempty"`
+	// Warmup marks a cell that only starts the kernel (the warm pool's):
+	// it runs as any other but takes no number, so that the user's first
+	// cell is still "<cell 1>" in tracebacks.
+	Warmup bool `json:"warmup,omitempty"`
 }
 
-// StdinRequest asks for more of the running cell's open stdin.
+// StdinRequest asks for more of the running cell's open stdin. Ahead says
+// the kernel asks before user code reads (bash feeds a pipe): the agent
+// answers it as any other, but does not tell the client that input is
+// wanted.
 type StdinRequest struct {
-	Type string `json:"type"`
-	Cell string `json:"cell"`
+	Type  string `json:"type"`
+	Cell  string `json:"cell"`
+	Ahead bool   `json:"ahead,omitempty"`
 }
 
 // Stdin answers a StdinRequest with at least one byte of Data, or EOF

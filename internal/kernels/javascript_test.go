@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -227,15 +228,15 @@ func TestJavaScriptErrors(t *testing.T) {
 		frames   []string // in the traceback, in order
 		messageS string   // in the message
 	}{
-		{"let q = 1;\n\nbad({})", "TypeError", 3, []string{"at bad (<cell c1>:2:14)", "at <cell c2>:3:1"}, "reading 'y'"},
-		{"class A {}; const o = null; o.x", "TypeError", 1, []string{"at <cell c3>:1:31"}, "reading 'x'"},
-		{"const v = await Promise.resolve(1)\n\nnull.x", "TypeError", 3, []string{"at <cell c4>:3:6"}, "reading 'x'"},
-		{"await null\nthrow new RangeError('deep')", "RangeError", 2, []string{"at <cell c5>:2:7"}, "deep"},
-		{"foo(1,\n  bar))", "SyntaxError", 2, []string{"<cell c6>:2", "  bar))", "      ^"}, "Unexpected token ')'"},
+		{"let q = 1;\n\nbad({})", "TypeError", 3, []string{"at bad (<cell 1>:2:14)", "at <cell 2>:3:1"}, "reading 'y'"},
+		{"class A {}; const o = null; o.x", "TypeError", 1, []string{"at <cell 3>:1:31"}, "reading 'x'"},
+		{"const v = await Promise.resolve(1)\n\nnull.x", "TypeError", 3, []string{"at <cell 4>:3:6"}, "reading 'x'"},
+		{"await null\nthrow new RangeError('deep')", "RangeError", 2, []string{"at <cell 5>:2:7"}, "deep"},
+		{"foo(1,\n  bar))", "SyntaxError", 2, []string{"<cell 6>:2", "  bar))", "      ^"}, "Unexpected token ')'"},
 		{"const a = 1;\nlet = = 2", "SyntaxError", 2, nil, "Unexpected token"},
 		{"await null;\nlet = = 2", "SyntaxError", 2, nil, ""},
 		{"throw 5", "Uncaught", 0, nil, "5"},
-		{"require('nonexistent-module')", "Error", 1, []string{"at <cell c10>:1:1"}, "Cannot find module"},
+		{"require('nonexistent-module')", "Error", 1, []string{"at <cell 10>:1:1"}, "Cannot find module"},
 	} {
 		r := k.Exec(tc.code)
 		if r.Status != kernelproto.StatusError || r.Error == nil {
@@ -280,7 +281,7 @@ func TestJavaScriptBackgroundErrors(t *testing.T) {
 	if want := "Unhandled promise rejection: Error: rejected"; !strings.Contains(r1.Stderr, want) {
 		t.Errorf("first cell's stderr %q lacks %q", r1.Stderr, want)
 	}
-	for _, want := range []string{"Uncaught Error: late", "at Timeout._onTimeout (<cell c1>:1:26)"} {
+	for _, want := range []string{"Uncaught Error: late", "at Timeout._onTimeout (<cell 1>:1:26)"} {
 		if !strings.Contains(r2.Stderr, want) {
 			t.Errorf("second cell's stderr %q lacks %q", r2.Stderr, want)
 		}
@@ -515,5 +516,21 @@ func TestJavaScriptCellsMayShadowGlobals(t *testing.T) {
 	})
 	if r := k.Exec("null.x"); r.Status != kernelproto.StatusError || r.Error.Name != "TypeError" || r.Error.Line != 1 {
 		t.Errorf("after shadowing: status %q, error %+v", r.Status, r.Error)
+	}
+}
+
+// TestJavaScriptCellNumbers: tracebacks name cells <cell N>, counted by
+// the kernel, and a warm-up cell takes no number.
+func TestJavaScriptCellNumbers(t *testing.T) {
+	k := startJS(t)
+	if r := k.ExecWith(kernelproto.Execute{Code: "1", Warmup: true}, time.Minute); r.Status != "ok" {
+		t.Fatalf("warm-up cell: %+v", r)
+	}
+	for i, code := range []string{"null.x", "let y = 1\nnull.y"} {
+		r := k.Exec(code)
+		want := fmt.Sprintf("at <cell %d>:%d:", i+1, i+1)
+		if r.Error == nil || !strings.Contains(strings.Join(r.Error.Traceback, "\n"), want) {
+			t.Errorf("cell %d: error %+v, want a frame %q", i+1, r.Error, want)
+		}
 	}
 }

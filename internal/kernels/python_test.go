@@ -696,3 +696,20 @@ func TestPythonRobust(t *testing.T) {
 		t.Errorf("application/json is not JSON: %s", raw)
 	}
 }
+
+// TestPythonWarmupNumbering: a warm-up cell (the pool's) takes no number,
+// so the user's first cell is <cell 1> in tracebacks.
+func TestPythonWarmupNumbering(t *testing.T) {
+	k := startPython(t)
+	if r := k.ExecWith(kernelproto.Execute{Code: "pass", Warmup: true}, time.Minute); r.Status != "ok" {
+		t.Fatalf("warm-up cell: %+v", r)
+	}
+	r := k.Exec("1/0")
+	if r.Error == nil || !strings.Contains(strings.Join(r.Error.Traceback, "\n"), `File "<cell 1>", line 1`) {
+		t.Errorf("first cell after a warm-up: error %+v, want a traceback in <cell 1>", r.Error)
+	}
+	r = k.Exec("x = 1\n1/0")
+	if r.Error == nil || !strings.Contains(strings.Join(r.Error.Traceback, "\n"), `File "<cell 2>", line 2`) {
+		t.Errorf("second cell: error %+v, want a traceback in <cell 2>", r.Error)
+	}
+}

@@ -272,3 +272,73 @@ func TestTypeScriptOpenStdin(t *testing.T) {
 		t.Errorf("rl.question: status %q stdout %q error %+v", r.Status, r.Stdout, r.Error)
 	}
 }
+
+// TestPythonRawStdin: os.read(0, n) and sys.stdin.buffer read the cell's
+// stdin, fixed or open, and end of file ends it; the next cell's stdin is
+// its own.
+func TestPythonRawStdin(t *testing.T) {
+	k := startPython(t)
+	r := k.ExecWith(kernelproto.Execute{Code: "import os, sys\nprint(os.read(0, 3), sys.stdin.buffer.read(), os.read(0, 5), os.read(sys.stdin.fileno(), 5))", Stdin: "abcdef\n", HasStdin: true}, time.Minute)
+	if r.Status != "ok" || r.Stdout != "b'abc' b'def\\n' b'' b''\n" {
+		t.Errorf("fixed stdin: status %s, stdout %q, error %+v", r.Status, r.Stdout, r.Error)
+	}
+	in := kerneltest.NewStdin()
+	whenAsked(k, in, "", true, "hé", "llo\n")
+	r = k.ExecInput(kernelproto.Execute{Code: "import os\nb = b''\nwhile c := os.read(0, 64):\n    b += c\nprint(b.decode())"}, in, time.Minute)
+	if r.Status != "ok" || r.Stdout != "héllo\n\n" {
+		t.Errorf("open stdin: status %s, stdout %q, error %+v", r.Status, r.Stdout, r.Error)
+	}
+	r = k.ExecWith(kernelproto.Execute{Code: "print(os.read(0, 10))", Stdin: "x", HasStdin: true}, time.Minute)
+	if r.Stdout != "b'x'\n" {
+		t.Errorf("the next cell's stdin: %q, %+v", r.Stdout, r.Error)
+	}
+	if r = k.Exec("print(os.read(0, 10))"); r.Stdout != "b''\n" {
+		t.Errorf("a cell without stdin: %q, %+v", r.Stdout, r.Error)
+	}
+	// A read of open stdin that waits is interrupted, and the kernel lives.
+	in = kerneltest.NewStdin()
+	go func() {
+		waitFor(func() bool { return in.Asked() > 0 })
+		k.Interrupt()
+	}()
+	r = k.ExecInput(kernelproto.Execute{Code: "os.read(0, 10)"}, in, time.Minute)
+	if r.Status != "interrupted" {
+		t.Errorf("interrupting os.read(0): status %s, error %+v", r.Status, r.Error)
+	}
+	if r = k.Exec("1 + 1"); r.Status != "ok" {
+		t.Errorf("after the interrupt: %+v", r)
+	}
+}
+
+// TestJavaScriptRawStdin: fs.readSync(0) and fs.readFileSync(0) read the
+// cell's stdin, fixed or open, as process.stdin does.
+func TestJavaScriptRawStdin(t *testing.T) {
+	k := startJS(t)
+	r := k.ExecWith(kernelproto.Execute{Code: "const fs = require('fs'); const b = Buffer.alloc(3);\n" +
+		"console.log(fs.readSync(0, b), b.toString(), JSON.stringify(fs.readFileSync(0, 'utf8')), fs.readFileSync('/dev/stdin').length)",
+		Stdin: "abcdef\nxyz\n", HasStdin: true}, time.Minute)
+	if r.Status != "ok" || r.Stdout != "3 abc \"def\\nxyz\\n\" 0\n" {
+		t.Errorf("fixed stdin: status %s, stdout %q, error %+v", r.Status, r.Stdout, r.Error)
+	}
+	in := kerneltest.NewStdin()
+	whenAsked(k, in, "", true, "hé", "llo\n")
+	r = k.ExecInput(kernelproto.Execute{Code: "console.log(JSON.stringify(require('fs').readFileSync(0, 'utf8')))"}, in, time.Minute)
+	if r.Status != "ok" || r.Stdout != "\"héllo\\n\"\n" {
+		t.Errorf("open stdin: status %s, stdout %q, error %+v", r.Status, r.Stdout, r.Error)
+	}
+	if r = k.Exec("console.log(require('fs').readFileSync(0).length)"); r.Stdout != "0\n" {
+		t.Errorf("a cell without stdin: %q, %+v", r.Stdout, r.Error)
+	}
+	in = kerneltest.NewStdin()
+	go func() {
+		waitFor(func() bool { return in.Asked() > 0 })
+		k.Interrupt()
+	}()
+	r = k.ExecInput(kernelproto.Execute{Code: "require('fs').readFileSync(0)"}, in, time.Minute)
+	if r.Status != "interrupted" {
+		t.Errorf("interrupting readFileSync(0): status %s, error %+v", r.Status, r.Error)
+	}
+	if r = k.Exec("1 + 1"); r.Status != "ok" {
+		t.Errorf("after the interrupt: %+v", r)
+	}
+}

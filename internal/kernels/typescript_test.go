@@ -97,7 +97,7 @@ func TestTypeScriptTypeErrorsDoNotRun(t *testing.T) {
 	if e.Name != "TSError" || e.Line != 2 || !strings.Contains(e.Message, "2:5 TS2322") || !strings.Contains(e.Message, "3:5 TS2322") {
 		t.Errorf("error %s %q at line %d, want both diagnostics, first at line 2", e.Name, e.Message, e.Line)
 	}
-	if tb := strings.Join(e.Traceback, "\n"); !strings.Contains(tb, "<cell c1>:2") || !strings.Contains(tb, "<cell c1>:3") || !strings.Contains(tb, "let m: string = 5") {
+	if tb := strings.Join(e.Traceback, "\n"); !strings.Contains(tb, "<cell 1>:2") || !strings.Contains(tb, "<cell 1>:3") || !strings.Contains(tb, "let m: string = 5") {
 		t.Errorf("traceback:\n%s", tb)
 	}
 }
@@ -111,10 +111,10 @@ func TestTypeScriptErrors(t *testing.T) {
 		frames []string
 	}{
 		{"interface A { x: number }\ntype B = string\n// comment\nconst a: A = { x: 1 }\nfunction boom(n: number): never {\n  throw new Error('boom ' + n)\n}\nboom(a.x)",
-			"Error", 6, []string{"at boom (<cell c1>:6:9)", "at <cell c1>:8:1"}},
-		{"const v: number = await Promise.resolve(1)\ntype T = { a: string }\n\nconst o: T | null = null as T | null\no!.a", "TypeError", 5, []string{"at <cell c2>:5:4"}},
-		{"boom(2)", "Error", 1, []string{"at boom (<cell c1>:6:9)", "at <cell c3>:1:1"}},
-		{"let x: = 1", "SyntaxError", 1, []string{"<cell c4>:1", "let x: = 1", "       ^"}},
+			"Error", 6, []string{"at boom (<cell 1>:6:9)", "at <cell 1>:8:1"}},
+		{"const v: number = await Promise.resolve(1)\ntype T = { a: string }\n\nconst o: T | null = null as T | null\no!.a", "TypeError", 5, []string{"at <cell 2>:5:4"}},
+		{"boom(2)", "Error", 1, []string{"at boom (<cell 1>:6:9)", "at <cell 3>:1:1"}},
+		{"let x: = 1", "SyntaxError", 1, []string{"<cell 4>:1", "let x: = 1", "       ^"}},
 		{"const ok = 1\nfoo(", "SyntaxError", 2, nil},
 	} {
 		e := cellError(t, k, tc.code)

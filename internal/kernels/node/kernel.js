@@ -121,12 +121,14 @@
     return s.length <= n ? s : `${s.slice(0, n)}… [${s.length - n} more characters]`;
   }
 
-  function listen() {
-    const chan = new net.Socket({ fd: FD, readable: true, writable: true });
-    let parts = [];
-    let size = 0;
-    let skipping = false; // inside a line longer than MAX_LINE
-    chan.on('data', (chunk) => {
+  // feed splits what the channel delivered into lines and dispatches
+  // them. The channel's data event calls it, and so does a cell's
+  // synchronous stdin read (readStdinSync), which reads the channel itself
+  // while the event loop cannot run.
+  let parts = [];
+  let size = 0;
+  let skipping = false; // inside a line longer than MAX_LINE
+  function feed(chunk) {
       for (let start = 0; ;) {
         const nl = chunk.indexOf(10, start);
         if (nl < 0) {
@@ -153,7 +155,11 @@
         [parts, size, skipping] = [[], 0, false];
         start = nl + 1;
       }
-    });
+  }
+
+  function listen() {
+    const chan = new net.Socket({ fd: FD, readable: true, writable: true });
+    chan.on('data', feed);
     chan.on('end', () => process.exit(0));
     chan.on('error', () => process.exit(0));
   }
@@ -219,11 +225,13 @@
   // ---- running a cell ----
 
   let current = null; // the running cell: { id, file, interrupt, finished }
+  let count = 0; // cells run, for "<cell N>"; a warm-up cell takes no number
 
   async function execute(msg) {
     const cell = typeof msg.cell === 'string' ? msg.cell : '';
-    const cur = (current = { id: cell, file: fileOf(cell), interrupt: null, finished: false });
-    cellInput = msg.stdin_open ? cur : msg.has_stdin ? String(msg.stdin ?? '') : null;
+    const file = msg.warmup ? '<warm-up>' : `<cell ${++count}>`;
+    const cur = (current = { id: cell, file, interrupt: null, finished: false });
+    cellInput = msg.stdin_open ? openSource(cur) : msg.has_stdin ? fixedSource(String(msg.stdin ?? '')) : null;
     cellStdin = null;
     let status = 'ok';
     try {
@@ -262,7 +270,7 @@
     cur.finished = true;
     Atomics.store(shared, 0, 0);
     if (current === cur) current = null;
-    if (cellStdin && cellStdin.kilnEnd) cellStdin.kilnEnd();
+    if (cellInput) end(cellInput);
     cellInput = cellStdin = null;
     // After a turn of the event loop, so that Node has reported the
     // promises the cell left rejected (on stderr, in this cell).
@@ -395,80 +403,167 @@ if (!h || h.start(2) !== 0) parentPort.postMessage('unavailable');
 
   // Cells read stdin through process.stdin, which serves the Execute's
   // stdin; without one, reading fails at once. Open stdin (stdin_open) is
-  // pulled: when the stream wants data it sends stdin_request, and the
-  // agent's answer, delivered in a turn of its own (never inside the
-  // channel's data event), is pushed into it. The stream ends with the
-  // cell. fs.readSync(0) and friends read the kernel's own fd 0, which is
-  // empty: only process.stdin serves the cell's input.
-  let cellInput = null; // the Execute's text, or the running cell when its stdin is open, or null
+  // pulled: when the cell reads and nothing is buffered, the kernel sends
+  // stdin_request, and the agent's answer is added to the cell's source.
+  // process.stdin hears of it in a turn of its own (never inside the
+  // channel's data event). Raw reads of fd 0 (fs.readSync(0, ...),
+  // fs.readFileSync(0) or '/dev/stdin') read the same source
+  // synchronously: the kernel reads the channel itself until the answer
+  // comes. Without stdin they read the kernel's own fd 0, which is empty,
+  // and so does a child process. The source ends with the cell.
+  let cellInput = null; // the running cell's stdin source, or null
   let cellStdin = null;
   Object.defineProperty(process, 'stdin', {
     configurable: true,
     enumerable: true,
     get() {
-      if (!cellStdin) cellStdin = cellInput !== null && typeof cellInput === 'object' ? makeOpenStdin(cellInput) : makeStdin(cellInput);
+      if (!cellStdin) cellStdin = cellInput ? makeStdin(cellInput) : noStdin();
       return cellStdin;
     },
   });
 
-  function makeOpenStdin(cur) {
-    let asked = false;
-    let ended = false;
-    const r = new Readable({
-      read() {
-        if (asked || ended) return;
-        if (current !== cur) return r.kilnEnd();
-        asked = true;
-        send({ type: 'stdin_request', cell: cur.id });
-      },
-    });
-    r.fd = 0;
-    r.isTTY = false;
-    r.kilnEnd = () => {
-      if (ended) return;
-      ended = true;
-      r.push(null);
-    };
-    r.kilnAnswer = (msg) => {
-      asked = false;
-      if (ended) return;
-      if (typeof msg.data === 'string' && msg.data) r.push(Buffer.from(msg.data, 'base64'));
-      if (typeof msg.error === 'string' && msg.error) {
-        ended = true;
-        r.destroy(Object.assign(new Error(msg.error), { code: 'ESTDINLOST' }));
-      } else if (msg.eof) {
-        r.kilnEnd();
-      }
-    };
-    return r;
+  function fixedSource(text) {
+    return { chunks: text ? [Buffer.from(text)] : [], eof: true, err: null, cur: null, asked: false, wake: null };
+  }
+
+  function openSource(cur) {
+    return { chunks: [], eof: false, err: null, cur, asked: false, wake: null };
+  }
+
+  // ask sends the source's stdin request, once until it is answered.
+  function ask(src) {
+    if (src.asked || src.eof) return;
+    if (current !== src.cur) return end(src);
+    src.asked = true;
+    send({ type: 'stdin_request', cell: src.cur.id });
+  }
+
+  function end(src) {
+    src.eof = true;
+    if (src.wake) src.wake();
+  }
+
+  // take returns at most max bytes of what the source holds.
+  function take(src, max) {
+    const b = src.chunks[0];
+    if (b.length <= max) return src.chunks.shift();
+    src.chunks[0] = b.subarray(max);
+    return b.subarray(0, max);
   }
 
   function answerStdin(msg) {
-    const s = cellStdin;
-    if (!s || !s.kilnAnswer || !current || msg.cell !== current.id) return; // a cell that ended
-    setImmediate(() => {
-      if (cellStdin === s) s.kilnAnswer(msg);
-    });
+    const src = cellInput;
+    if (!src || !src.cur || src.cur !== current || msg.cell !== current.id) return; // a cell that ended
+    src.asked = false;
+    if (typeof msg.data === 'string' && msg.data) src.chunks.push(Buffer.from(msg.data, 'base64'));
+    if (typeof msg.error === 'string' && msg.error) {
+      src.err = msg.error;
+      src.eof = true;
+    } else if (msg.eof) src.eof = true;
+    const wake = src.wake;
+    if (wake) setImmediate(wake);
   }
 
-  function makeStdin(text) {
-    let done = false;
+  function lostError(text) {
+    return Object.assign(new Error(text), { code: 'ESTDINLOST' });
+  }
+
+  function makeStdin(src) {
+    let ended = false;
+    // pass pushes what the source holds; false if it waits for more.
+    const pass = () => {
+      if (ended) return true;
+      while (src.chunks.length) r.push(take(src, Infinity));
+      if (src.err) {
+        const text = src.err;
+        src.err = null;
+        ended = true;
+        r.destroy(lostError(text));
+      } else if (src.eof) {
+        ended = true;
+        r.push(null);
+      }
+      return ended;
+    };
     const r = new Readable({
       read() {
-        if (done) return;
-        done = true;
-        if (text === null) {
-          this.destroy(Object.assign(new Error('stdin is not available: the cell was run without input'), { code: 'ENOSTDIN' }));
-          return;
-        }
-        if (text) this.push(Buffer.from(text));
-        this.push(null);
+        if (!pass()) ask(src);
+      },
+    });
+    src.wake = pass;
+    r.fd = 0;
+    r.isTTY = false;
+    return r;
+  }
+
+  function noStdin() {
+    const r = new Readable({
+      read() {
+        this.destroy(Object.assign(new Error('stdin is not available: the cell was run without input'), { code: 'ENOSTDIN' }));
       },
     });
     r.fd = 0;
     r.isTTY = false;
     return r;
   }
+
+  // readStdinSync returns at most max bytes of the cell's stdin, waiting
+  // for the agent if nothing is buffered; an empty buffer is end of file.
+  const chunk = Buffer.alloc(1 << 16);
+  function readStdinSync(src, max) {
+    while (!src.chunks.length && !src.eof) {
+      ask(src);
+      if (src.eof) break;
+      let n;
+      try {
+        n = fsReadSync(FD, chunk, 0, chunk.length, null);
+      } catch (e) {
+        if (e.code !== 'EAGAIN') throw e;
+        Atomics.wait(nap, 0, 0, 10);
+        continue;
+      }
+      if (n === 0) process.exit(0); // the agent is gone
+      feed(Buffer.from(chunk.subarray(0, n)));
+    }
+    if (src.chunks.length) return take(src, max);
+    if (src.err) {
+      const text = src.err;
+      src.err = null;
+      throw lostError(text);
+    }
+    return Buffer.alloc(0);
+  }
+
+  function isStdinPath(p) {
+    return p === 0 || p === '/dev/stdin' || p === '/proc/self/fd/0';
+  }
+
+  const fsReadSync = fs.readSync;
+  const fsReadFileSync = fs.readFileSync;
+  fs.readSync = function readSync(fd, buffer, offsetOrOptions, length, position) {
+    const src = cellInput;
+    if (fd !== 0 || !src || !ArrayBuffer.isView(buffer)) return Reflect.apply(fsReadSync, this, arguments);
+    let offset = offsetOrOptions;
+    if (offset !== null && typeof offset === 'object') ({ offset, length } = offset);
+    offset = Number.isInteger(offset) ? offset : 0;
+    if (!Number.isInteger(length)) length = buffer.byteLength - offset;
+    if (offset < 0 || length < 0 || offset + length > buffer.byteLength) return Reflect.apply(fsReadSync, this, arguments); // Node's own range error
+    const got = readStdinSync(src, length);
+    new Uint8Array(buffer.buffer, buffer.byteOffset + offset, got.length).set(got);
+    return got.length;
+  };
+  fs.readFileSync = function readFileSync(file, options) {
+    const src = cellInput;
+    if (!src || !isStdinPath(file)) return Reflect.apply(fsReadFileSync, this, arguments);
+    const parts = [];
+    for (let b; (b = readStdinSync(src, 1 << 20)).length;) parts.push(b);
+    const all = Buffer.concat(parts);
+    const enc = typeof options === 'string' ? options : options && options.encoding;
+    return enc ? all.toString(enc) : all;
+  };
+  try {
+    require('module').syncBuiltinESMExports(); // import { readFileSync } from 'fs' too
+  } catch {}
 
   // ---- display ----
 
@@ -544,10 +639,6 @@ if (!h || h.start(2) !== 0) parentPort.postMessage('unavailable');
 
   const cells = new Map(); // script file name -> { map }
   const frameInfo = new WeakMap(); // error -> its kept frames
-
-  function fileOf(cell) {
-    return `<cell ${cell.replace(/[^\w.-]/g, '_')}>`;
-  }
 
   // Stack traces: positions in a cell are mapped back to the cell's code,
   // and the frames after the last cell frame (the kernel's) are dropped.

@@ -167,7 +167,7 @@ def _messages():
             msg = _pop()
             while msg is None:
                 try:
-                    chunk = os.read(_CH, 1 << 20)
+                    chunk = _os_read(_CH, 1 << 20)
                 except KeyboardInterrupt:  # a handler the user installed
                     continue
                 if not chunk:
@@ -210,7 +210,8 @@ class _NoStdin(io.TextIOBase):
 
 
 def _stdin(text):
-    return io.TextIOWrapper(io.BytesIO(text.encode("utf-8", "surrogatepass")), encoding="utf-8", errors="surrogatepass")
+    raw = _FixedStdin(text.encode("utf-8", "surrogatepass"))
+    return io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors="surrogatepass")
 
 
 # Open stdin (Execute.stdin_open): a read with nothing buffered flushes
@@ -221,13 +222,13 @@ def _stdin(text):
 # read from the channel, so no message is cut. Another thread waits in
 # steps, so that it lets go of the channel when its cell ends.
 
-_stdin_cell = None  # the number of the running cell if its stdin is open
+_stdin_cell = None  # a token of the running cell if its stdin is open
 
 
 def _ask_stdin(n):
     """Returns (data, eof, error): the agent's answer for cell n's stdin."""
     global _rbuf, _critical, _pending
-    if os.getpid() != _PID or _stdin_cell != n:
+    if os.getpid() != _PID or _stdin_cell is not n:
         return b"", True, None
     import binascii
     import select
@@ -235,10 +236,10 @@ def _ask_stdin(n):
     _flush_std()
     main = _thread.get_ident() == _MAIN_THREAD
     while not _rlock.acquire(True, -1 if main else 0.1):
-        if _stdin_cell != n:
+        if _stdin_cell is not n:
             return b"", True, None
     try:
-        if _stdin_cell != n:
+        if _stdin_cell is not n:
             return b"", True, None
         _send({"type": "stdin_request", "cell": _cell})
         while True:
@@ -254,13 +255,13 @@ def _ask_stdin(n):
             if main:
                 select.select([_CH], [], [])
             elif not select.select([_CH], [], [], 0.1)[0]:
-                if _stdin_cell != n:
+                if _stdin_cell is not n:
                     return b"", True, None
                 continue
             if main:
                 _critical = True
             try:
-                chunk = os.read(_CH, 1 << 20)
+                chunk = _os_read(_CH, 1 << 20)
                 _rbuf += chunk
             finally:
                 if main:
@@ -289,6 +290,9 @@ class _OpenStdin(io.RawIOBase):
     def readable(self):
         return True
 
+    def fileno(self):
+        return 0  # os.read(0) reads this stream (see _read_fd)
+
     def readinto(self, b):
         if not self._buf and not self._eof:
             self._buf, self._eof, self._err = _ask_stdin(self._n)
@@ -305,6 +309,50 @@ class _OpenStdin(io.RawIOBase):
 
 def _open_stdin(n):
     return io.TextIOWrapper(io.BufferedReader(_OpenStdin(n)), encoding="utf-8", errors="surrogateescape")
+
+
+class _FixedStdin(io.RawIOBase):
+    """The raw sys.stdin.buffer of a cell sent with its stdin."""
+
+    name = "<stdin>"
+
+    def __init__(self, data):
+        self._data = memoryview(data)
+
+    def readable(self):
+        return True
+
+    def fileno(self):
+        return 0
+
+    def readinto(self, b):
+        k = min(len(b), len(self._data))
+        b[:k] = self._data[:k]
+        self._data = self._data[k:]
+        return k
+
+
+# Raw reads of fd 0 (os.read(0, n), as in os.read(sys.stdin.fileno(), n))
+# read the running cell's stdin, from the same buffer as sys.stdin, so that
+# they see the cell's input (fixed or open) and its end of file rather than
+# the kernel's own empty fd 0. A cell without stdin, a fork, and any other
+# fd read the real descriptor. Code that reads fd 0 without os.read (a
+# child process, C code, open(0)) sees the kernel's fd 0: end of file.
+_os_read = os.read
+_cell_in = None  # the running cell's stdin, or None
+
+
+def _read_fd(fd, n):
+    s = _cell_in
+    if fd == 0 and s is not None and os.getpid() == _PID:
+        if n < 0:
+            raise ValueError("negative buffersize in read")
+        return s.buffer.read1(n) if n else b""
+    return _os_read(fd, n)
+
+
+_read_fd.__name__ = _read_fd.__qualname__ = "read"
+_read_fd.__doc__ = _os_read.__doc__
 
 
 # ---- rich display ----
@@ -731,14 +779,17 @@ def _flush_std():
 
 
 def _execute(msg):
-    global _armed, _pending, _cell, _open, _count, _shown, _stdin_cell
+    global _armed, _pending, _cell, _open, _count, _shown, _stdin_cell, _cell_in
     cell = msg.get("cell")
     code = msg.get("code")
     if not isinstance(code, str):
         code = ""
     code = code.replace("\r\n", "\n")
-    _count += 1
-    fn = "<cell %d>" % _count
+    if msg.get("warmup"):
+        fn = "<warm-up>"  # takes no number: the user's first cell is <cell 1>
+    else:
+        _count += 1
+        fn = "<cell %d>" % _count
     import linecache
 
     linecache.cache[fn] = (len(code), None, [l + "\n" for l in code.split("\n")], fn)
@@ -746,11 +797,14 @@ def _execute(msg):
     _shown = set()
     status = "ok"
     stdin = msg.get("stdin")
+    _stdin_cell = None
     if msg.get("stdin_open"):
-        _stdin_cell = _count
-        sys.stdin = _open_stdin(_count)
+        _stdin_cell = object()  # this cell's own: a later cell's differs
+        sys.stdin = _cell_in = _open_stdin(_stdin_cell)
+    elif msg.get("has_stdin"):
+        sys.stdin = _cell_in = _stdin(stdin if isinstance(stdin, str) else "")
     else:
-        sys.stdin = _stdin(stdin if isinstance(stdin, str) else "") if msg.get("has_stdin") else _NoStdin()
+        sys.stdin = _NoStdin()
     try:
         _armed = True
         try:
@@ -784,6 +838,7 @@ def _execute(msg):
             os._exit(0)
         _cell = None
         _stdin_cell = None
+        _cell_in = None
         sys.stdin = _NoStdin()
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is not None:
@@ -917,6 +972,7 @@ def _main():
     sys.modules["__main__"] = _user
     sys.argv = [""]
     sys.stdin = _NoStdin()
+    os.read = _read_fd
     sys.meta_path.insert(0, _PyplotHook())
     handlers = {"execute": _execute, "complete": _complete, "check": _check}
     for msg in _messages():
