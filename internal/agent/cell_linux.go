@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/kernelproto"
-	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
@@ -144,7 +143,7 @@ func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 				json.Unmarshal(line, &o)
 				if c.charge(o.Size) {
 					c.forward(a, id, protocol.TStderr)([]byte(fmt.Sprintf("\nkiln: a message of %s from the kernel was dropped: one display may be at most %s\n",
-						kiln.FormatBytes(o.Size), kiln.FormatBytes(lineCap))))
+						mib(o.Size), mib(lineCap))))
 				}
 			case kernelproto.TStdinRequest:
 				select {
@@ -267,3 +266,6 @@ func (a *Agent) controlCell(m *protocol.Message) bool {
 	}
 	return true
 }
+
+// mib formats n bytes in MiB, for a note in a cell's output.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
