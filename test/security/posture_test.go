@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kiln-dev/kiln/internal/backend/native"
 )
 
@@ -88,6 +90,9 @@ func TestPosture(t *testing.T) {
 			if got := st[k]; got != want {
 				t.Errorf("/proc/%d/status %s: %q, want %q", pid, k, got, want)
 			}
+		}
+		if got := st["Speculation_Store_Bypass"]; got == "vulnerable" && speculationControl(unix.PR_SPEC_STORE_BYPASS) {
+			t.Errorf("/proc/%d/status Speculation_Store_Bypass: %q; want it mitigated", pid, got)
 		}
 		agent, err := procStatus(sb.InitPID)
 		if err != nil {
@@ -202,9 +207,14 @@ func TestPosture(t *testing.T) {
 		// Every mount is one of these, and every one but the device
 		// nodes and the /proc masks (bound from /dev/null) is nosuid.
 		devices := []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
-		masks := []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms", "/proc/kmsg"}
+		var masks []string
+		for _, m := range []string{"kcore", "keys", "timer_list", "sched_debug", "kallsyms", "kmsg",
+			"locks", "cmdline", "config.gz", "diskstats", "interrupts", "softirqs", "partitions", "swaps",
+			"modules", "vmallocinfo", "buddyinfo", "zoneinfo", "pagetypeinfo", "schedstat", "key-users"} {
+			masks = append(masks, "/proc/"+m)
+		}
 		allowed := append(append([]string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-			"/proc", "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs",
+			"/proc", "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/pressure",
 			"/dev", "/dev/pts", "/dev/shm", "/tmp", "/workspace"}, devices...), masks...)
 		for _, e := range goldenEtcIfOnHost {
 			allowed = append(allowed, filepath.Join("/etc", e))

@@ -22,6 +22,9 @@ func buildRoot(cfg *protocol.Boot) error {
 	if err := unix.Mount("kiln-root", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m,nr_inodes=4096,mode=0755"); err != nil {
 		return fmt.Errorf("mount root tmpfs on %s: %w", root, err)
 	}
+	if err := os.Mkdir(filepath.Join(root, emptyLower), 0o555); err != nil {
+		return fmt.Errorf("mkdir %s: %w", emptyLower, err)
+	}
 	steps := []func(string, *protocol.Boot) error{
 		bindSystem, buildEtc, mountProc, buildDev, mountTmp, mountWorkspace,
 	}
@@ -29,6 +32,10 @@ func buildRoot(cfg *protocol.Boot) error {
 		if err := step(root, cfg); err != nil {
 			return err
 		}
+	}
+	// The overlays keep what they need of it; the root shows nothing.
+	if err := os.Remove(filepath.Join(root, emptyLower)); err != nil {
+		return fmt.Errorf("remove %s: %w", emptyLower, err)
 	}
 	return pivot(root)
 }
@@ -55,11 +62,40 @@ func bindSystem(root string, cfg *protocol.Boot) error {
 			}
 			continue
 		}
-		if err := bindRO(dir, dst, true); err != nil {
+		if err := shareRO(root, dir, dst); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// emptyLower is an empty directory in the stage, the second layer of the
+// overlays shareRO makes (a read-only overlay needs two), removed before
+// the pivot.
+const emptyLower = ".kiln-empty"
+
+// shareRO shows the host directory src at dst, read-only. It is an overlay
+// rather than a bind: a file seen through an overlay is an inode of that
+// overlay, so file locks (flock, POSIX and OFD locks) taken on it in one
+// sandbox are not seen by another, where through a bind every sandbox
+// would lock the host's one inode and could signal to the others by it.
+// The data is still the host's: the page cache is shared and nothing is
+// copied. A kernel that refuses overlays in a user namespace (before
+// Linux 5.11) gets the bind; docs/SECURITY.md says what that leaves.
+func shareRO(root, src, dst string) error {
+	if err := mkdirAll(dst); err != nil {
+		return err
+	}
+	opts := "lowerdir=" + escapeOverlay(src) + ":" + escapeOverlay(filepath.Join(root, emptyLower))
+	if unix.Mount("kiln-ro", dst, "overlay", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, opts) == nil {
+		return nil
+	}
+	return bindRO(src, dst, true)
+}
+
+// escapeOverlay escapes the characters overlayfs options give a meaning.
+func escapeOverlay(p string) string {
+	return strings.NewReplacer(`\`, `\\`, `:`, `\:`, `,`, `\,`).Replace(p)
 }
 
 // buildEtc makes a small /etc: synthetic identity files, plus a few host
@@ -100,7 +136,11 @@ func buildEtc(root string, cfg *protocol.Boot) error {
 			}
 			continue
 		}
-		if err := bindRO(src, dst, fi.IsDir()); err != nil {
+		bind := bindRO
+		if fi.IsDir() {
+			bind = func(src, dst string, _ bool) error { return shareRO(root, src, dst) }
+		}
+		if err := bind(src, dst, fi.IsDir()); err != nil {
 			return err
 		}
 	}
@@ -132,7 +172,7 @@ func mountProc(root string, _ *protocol.Boot) error {
 			}
 		}
 	}
-	for _, p := range []string{"kcore", "keys", "timer_list", "sched_debug", "kallsyms", "kmsg"} {
+	for _, p := range procMasks {
 		path := filepath.Join(proc, p)
 		if _, err := os.Stat(path); err == nil {
 			if err := unix.Mount("/dev/null", path, "", unix.MS_BIND, ""); err != nil {
@@ -140,8 +180,34 @@ func mountProc(root string, _ *protocol.Boot) error {
 			}
 		}
 	}
+	for _, p := range procDirMasks {
+		path := filepath.Join(proc, p)
+		if _, err := os.Stat(path); err == nil {
+			if err := unix.Mount("kiln-mask", path, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,nr_inodes=2,mode=0555"); err != nil {
+				return fmt.Errorf("mask /proc/%s: %w", p, err)
+			}
+		}
+	}
 	return nil
 }
+
+// procMasks are /proc files that describe the host rather than the
+// sandbox, shown empty (/dev/null bound over them): the kernel's memory
+// and symbols, and facts about the host that no program needs and that
+// tell one sandbox what the host and its other tenants do. /proc/locks
+// lists every file lock on the host; cmdline and config.gz describe its
+// kernel; diskstats, interrupts and softirqs its devices and activity.
+// What stays (stat, meminfo, loadavg, cpuinfo, uptime) is read by
+// ordinary tools; docs/SECURITY.md lists it with the reasons.
+var procMasks = []string{
+	"kcore", "keys", "timer_list", "sched_debug", "kallsyms", "kmsg",
+	"locks", "cmdline", "config.gz", "diskstats", "interrupts", "softirqs", "partitions", "swaps",
+	"modules", "vmallocinfo", "buddyinfo", "zoneinfo", "pagetypeinfo", "schedstat", "key-users",
+}
+
+// procDirMasks are /proc directories shown empty (a read-only tmpfs):
+// pressure holds the host's CPU, memory and I/O pressure.
+var procDirMasks = []string{"pressure"}
 
 // devNodes are bound from the host's /dev; nothing else is there.
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}

@@ -1,0 +1,110 @@
+//go:build linux
+
+package security
+
+import (
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/internal/kiln"
+)
+
+// TestHostFactsMasked: /proc files that describe the host and its other
+// tenants read empty in a sandbox: the host's file locks, its kernel's
+// command line and configuration, its disks, interrupts and pressure.
+func TestHostFactsMasked(t *testing.T) {
+	env(t)
+	res := attack(t, "python", `
+import os
+for p in ["/proc/locks", "/proc/cmdline", "/proc/config.gz", "/proc/diskstats", "/proc/interrupts",
+          "/proc/softirqs", "/proc/partitions", "/proc/modules", "/proc/zoneinfo", "/proc/schedstat"]:
+    try:
+        with open(p, "rb") as f:
+            print(p, len(f.read()))
+    except OSError as e:
+        print(p, "error", e.errno)
+try:
+    print("/proc/pressure", len(os.listdir("/proc/pressure")))
+except OSError as e:
+    print("/proc/pressure error", e.errno)
+`, kiln.Limits{})
+	for _, line := range lines(res.Stdout) {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[1] != "0" {
+			t.Errorf("%s shows %s bytes (entries) of the host's; want it empty", f[0], f[1])
+		}
+	}
+	if n := len(lines(res.Stdout)); n != 11 {
+		t.Errorf("want 11 lines of output:\n%v", res)
+	}
+}
+
+// TestUsrLocksPrivate: a file lock on a file of the shared read-only /usr
+// is not seen across the sandbox's boundary. The host holds an exclusive
+// flock on /usr/bin/env; the sandbox takes its own at once, and finds no
+// lock in /proc/locks.
+func TestUsrLocksPrivate(t *testing.T) {
+	env(t)
+	f, err := os.Open("/usr/bin/env")
+	if err != nil {
+		t.Skip("no /usr/bin/env on this host")
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("flock on the host: %v", err)
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	res := attack(t, "python", `
+import fcntl
+f = open("/usr/bin/env", "rb")
+try:
+    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("flock free")
+except OSError as e:
+    print("flock busy", e.errno)
+`, kiln.Limits{})
+	if !strings.Contains(res.Stdout, "flock free") {
+		t.Errorf("a lock the host holds on /usr/bin/env is seen in the sandbox, a covert channel between tenants:\n%v", res)
+	}
+}
+
+// TestSpeculationControls: user code runs with speculative store bypass
+// disabled (and indirect branch speculation where the kernel leaves it to
+// each process), as /proc/self/status inside the sandbox shows.
+func TestSpeculationControls(t *testing.T) {
+	env(t)
+	res := attack(t, "python", `
+for line in open("/proc/self/status"):
+    if line.startswith("Speculation"):
+        print(line.strip())
+`, kiln.Limits{})
+	got := map[string]string{}
+	for _, line := range lines(res.Stdout) {
+		k, v, _ := strings.Cut(line, ":")
+		got[k] = strings.TrimSpace(v)
+	}
+	ssb, ok := got["Speculation_Store_Bypass"]
+	if !ok {
+		t.Skip("the kernel does not report Speculation_Store_Bypass")
+	}
+	if !speculationControl(unix.PR_SPEC_STORE_BYPASS) {
+		t.Skipf("this kernel offers processes no control of speculative store bypass (Speculation_Store_Bypass: %s; see /sys/devices/system/cpu/vulnerabilities/spec_store_bypass)", ssb)
+	}
+	if ssb == "vulnerable" {
+		t.Errorf("user code runs with Speculation_Store_Bypass: %s; want it mitigated (thread force mitigated)", ssb)
+	}
+	if ib := got["SpeculationIndirectBranch"]; ib == "conditional enabled" && speculationControl(unix.PR_SPEC_INDIRECT_BRANCH) {
+		t.Errorf("user code runs with SpeculationIndirectBranch: %s, which the kernel lets a process disable", ib)
+	}
+}
+
+// speculationControl reports whether the kernel lets a process disable the
+// speculation feature which (PR_SPEC_PRCTL in its answer).
+func speculationControl(which int) bool {
+	r, err := unix.PrctlRetInt(unix.PR_GET_SPECULATION_CTRL, uintptr(which), 0, 0, 0)
+	return err == nil && r&unix.PR_SPEC_PRCTL != 0
+}
