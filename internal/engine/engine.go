@@ -55,6 +55,10 @@ type Run struct {
 	Stdin    []byte
 	Files    []File
 	Limits   kiln.Limits
+	// Name is the program's file name (test.java) for a program language:
+	// RunCell writes the code into the workspace under it and runs it as
+	// the entry, so the files beside it build with it. Empty: a cell.
+	Name string
 }
 
 // ProgramName is the workspace file that holds the code of language l.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"path"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
@@ -34,6 +35,21 @@ func (e *Engine) RunCellThen(ctx context.Context, r Run, ev Events, then func(*S
 	if l.Kind == lang.REPL && len(r.Args) > 0 {
 		return kiln.CellResult{}, kiln.Errorf(kiln.Invalid, "%s code runs in a kernel and takes no arguments", l.Name)
 	}
+	cell := Cell{Language: l.Name, Code: r.Code, Args: r.Args}
+	if l.Kind == lang.Program && r.Name != "" {
+		// The program keeps its name, on disk beside its files, as on the
+		// host: it is the workspace's entry.
+		if err := ValidatePath(r.Name); err != nil {
+			return kiln.CellResult{}, err
+		}
+		for _, f := range r.Files {
+			if path.Clean(f.Path) == path.Clean(r.Name) {
+				return kiln.CellResult{}, kiln.Errorf(kiln.Invalid, "file %q would replace the program itself; give it another destination", f.Path)
+			}
+		}
+		r.Files = append(r.Files, File{Path: r.Name, Data: []byte(r.Code), Mode: 0o644})
+		cell.Code, cell.Entry = "", path.Clean(r.Name)
+	}
 	s, err := e.NewSession(ctx, SessionSpec{Limits: r.Limits})
 	if err != nil {
 		return kiln.CellResult{}, err
@@ -45,7 +61,8 @@ func (e *Engine) RunCellThen(ctx context.Context, r Run, ev Events, then func(*S
 		}
 	}
 	stdin := string(r.Stdin)
-	res, err := s.Run(ctx, Cell{Language: l.Name, Code: r.Code, Stdin: &stdin, Args: r.Args}, ev)
+	cell.Stdin = &stdin
+	res, err := s.Run(ctx, cell, ev)
 	if err == nil && then != nil {
 		err = then(s, res)
 	}

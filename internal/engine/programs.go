@@ -15,26 +15,32 @@ import (
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
-// runProgram runs a cell of a program language: the code becomes the
-// entry file (main.c, Main.java, ...), which is built if it changed and run.
+// runProgram runs a cell of a program language: its code is built outside
+// the workspace (or, with Entry, the workspace's program is), if it changed,
+// and run in the workspace.
 func (s *Session) runProgram(ctx context.Context, l *lang.Language, c Cell, ev Events) (kiln.CellResult, error) {
-	entry, err := programs.EntryName(l.Name)
-	if err != nil {
-		return kiln.CellResult{}, err
-	}
 	timeout := s.lim.Timeout
 	if c.Timeout != 0 {
 		timeout = c.Timeout
 	}
 	p := programs.Program{
 		Language:    l.Name,
-		Files:       []programs.File{{Path: entry, Data: []byte(c.Code)}},
-		Entry:       entry,
 		Args:        c.Args,
 		Timeout:     timeout,
 		OutputBytes: s.lim.OutputBytes,
 		MemoryBytes: s.lim.MemoryBytes,
 		CPUMillis:   s.lim.CPUMillis,
+	}
+	switch {
+	case c.Entry != "" && strings.TrimSpace(c.Code) != "":
+		return kiln.CellResult{}, kiln.Errorf(kiln.Invalid, "a cell gives either code or an entry file in the workspace, not both")
+	case c.Entry != "":
+		if err := ValidatePath(c.Entry); err != nil {
+			return kiln.CellResult{}, err
+		}
+		p.Entry = c.Entry
+	default:
+		p.Code, p.Name = []byte(c.Code), c.Name
 	}
 	if c.StdinStream != nil {
 		p.StdinStream = c.StdinStream
@@ -88,10 +94,9 @@ func (s *Session) runProgram(ctx context.Context, l *lang.Language, c Cell, ev E
 		res.Notice = fmt.Sprintf("process limit reached: the program tried to run more than %d processes or threads at once", s.lim.Pids)
 	}
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	// The code and the build are outside the workspace: every change in it
+	// is the program's.
 	for _, d := range protocol.Diff(before, after) {
-		if d.Path == entry {
-			continue // the cell's own code, not something it made
-		}
 		res.Artifacts = append(res.Artifacts, kiln.Artifact{Path: d.Path, Size: d.Size, Change: d.Change})
 	}
 	return res, nil
@@ -114,10 +119,16 @@ func programResult(language string, pr programs.Result) kiln.CellResult {
 	case pr.Phase == programs.PhaseCompile || x.Code != 0 || x.Signal != "":
 		res.Status = kiln.StatusError
 	}
+	if !pr.Cached && pr.Build.WallNs > 0 {
+		u := toExit(pr.Build).Usage
+		res.BuildUsage = &u
+	}
 	if pr.Phase == programs.PhaseCompile {
 		res.Error = compileError(pr)
 		return res
 	}
+	// The run's own stderr stays the program's: warnings are diagnostics.
+	res.Diagnostics = pr.Diagnostics
 	res.ExitCode = &code
 	if res.Status == kiln.StatusError {
 		msg := fmt.Sprintf("exit status %d", x.Code)
@@ -134,8 +145,12 @@ func compileError(pr programs.Result) *kiln.CellError {
 	for _, d := range pr.Diagnostics {
 		if d.Severity == "error" {
 			e.Message, e.Line = d.Message, d.Line
-			if d.File != "" {
+			switch {
+			case d.File != "" && d.Line > 0:
 				e.Message = fmt.Sprintf("%s:%d: %s", d.File, d.Line, d.Message)
+			case d.File != "":
+				// A linker's message has a file but no line.
+				e.Message = fmt.Sprintf("%s: %s", d.File, d.Message)
 			}
 			break
 		}

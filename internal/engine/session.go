@@ -94,6 +94,14 @@ type Cell struct {
 	StdinStream io.Reader
 	Timeout     time.Duration // 0: the session's limit
 	Args        []string      // program languages: the program's arguments
+	// Name is, for a program language, the file name of Code (sol.c,
+	// test.java): diagnostics name it. Code is built outside the
+	// workspace, never written into it. Default main<ext>.
+	Name string
+	// Entry, for a program language, runs the program in the workspace
+	// whose entry file this is (a multi-file project), instead of Code,
+	// which must be empty.
+	Entry string
 }
 
 // Events receive a cell's output as it happens; any may be nil. They are

@@ -65,4 +65,11 @@ type CellResult struct {
 	// Notice is a plain-words remark about the session, e.g. that the
 	// kernel was restarted and its state lost.
 	Notice string `json:"notice,omitempty"`
+	// Diagnostics of a program language whose build succeeded: the
+	// compiler's warnings, kept out of Stderr, which is the program's own.
+	// A failed build's are in Error.
+	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+	// BuildUsage is what building a program cost, apart from its run
+	// (Usage); nil when nothing was built (a cached build, a REPL cell).
+	BuildUsage *Usage `json:"build_usage,omitempty"`
 }

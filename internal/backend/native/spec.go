@@ -29,7 +29,9 @@ const (
 // BaseEnv is the whole environment of a user process unless Spec.Env adds
 // to it. Nothing of the host's environment reaches the sandbox.
 var BaseEnv = []string{
-	"PATH=/usr/local/bin:/usr/bin:/bin",
+	// Every toolchain kiln runs is on it (Go lives in /usr/local/go), so
+	// a bash cell finds the same compilers as kiln's program cells.
+	"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin",
 	"HOME=" + Workspace,
 	"USER=" + userName,
 	"LOGNAME=" + userName,
