@@ -4,6 +4,8 @@ package security
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -115,4 +117,73 @@ func TestChannelFlood(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDetachedProcessesEndWithTheCell: a session's program cell that
+// starts processes outside its process group and session (setsid, a
+// double fork) takes them with it when its time limit or a cancel stops
+// it; the session's Python kernel keeps its state.
+func TestDetachedProcessesEndWithTheCell(t *testing.T) {
+	marker := fmt.Sprint(800000 + time.Now().UnixNano()%99999)
+	code := `#include <stdlib.h>
+#include <unistd.h>
+int main(void) {
+	system("setsid sh -c 'sleep ` + marker + `' &");
+	if (fork() == 0) {
+		if (fork() == 0) {
+			setsid();
+			execlp("sleep", "sleep", "` + marker + `.5", (char *)0);
+		}
+		_exit(0);
+	}
+	for (;;) pause();
+}`
+	attackSession(t, kiln.Limits{}, func(sess *engine.Session) {
+		if r, err := sess.Run(context.Background(), engine.Cell{Language: "python", Code: "v = 42"}, engine.Events{}); err != nil || r.Status != kiln.StatusOK {
+			t.Fatalf("python: %v %+v", err, r)
+		}
+		for _, stop := range []struct {
+			name      string
+			timeout   time.Duration
+			interrupt bool
+		}{{"timeout", 3 * time.Second, false}, {"cancel", time.Minute, true}} {
+			if stop.interrupt {
+				go func() {
+					for deadline := time.Now().Add(30 * time.Second); len(detached(marker)) < 2 && time.Now().Before(deadline); {
+						time.Sleep(50 * time.Millisecond)
+					}
+					sess.Interrupt()
+				}()
+			}
+			r, err := sess.Run(context.Background(), engine.Cell{Language: "c", Code: code, Timeout: stop.timeout}, engine.Events{})
+			if err != nil || r.Status == kiln.StatusOK {
+				t.Fatalf("%s: the C cell: %v %+v", stop.name, err, r)
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			for left := detached(marker); len(left) > 0; left = detached(marker) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: processes the cell started outlived it: %v", stop.name, left)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		if r, err := sess.Run(context.Background(), engine.Cell{Language: "python", Code: "v"}, engine.Events{}); err != nil || len(r.Outputs) == 0 || !strings.Contains(string(r.Outputs[0].Data["text/plain"]), "42") {
+			t.Errorf("the Python kernel lost its state: %v %+v", err, r)
+		}
+	})
+}
+
+// detached lists the live host processes in the sandbox uid range whose
+// command line is sleep with marker.
+func detached(marker string) []string {
+	procs, _ := sandboxProcs(0, 0)
+	var out []string
+	for _, p := range procs {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.pid))
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+		if strings.Contains(string(cmd), marker) && !strings.Contains(string(stat), ") Z") {
+			out = append(out, p.String())
+		}
+	}
+	return out
 }
