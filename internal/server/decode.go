@@ -41,7 +41,10 @@ func jsonError(err error, limit int64) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var big *http.MaxBytesError
+	var he *httpError
 	switch {
+	case errors.As(err, &he): // the body came too slowly
+		return he
 	case errors.As(err, &big):
 		return kiln.Errorf(kiln.TooLarge, "the body is over the %s allowed", kiln.FormatBytes(limit))
 	case errors.Is(err, io.EOF):

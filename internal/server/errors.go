@@ -66,6 +66,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 			p.Detail = "internal error; the server's log has the details under request id " + id
 		}
 	}
+	if p.Status == http.StatusRequestTimeout {
+		w.Header().Set("Connection", "close") // the rest of the body was never read
+	}
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="kiln"`)
 	}

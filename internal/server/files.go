@@ -181,6 +181,10 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c *call) error 
 
 func (s *Server) uploadErr(r *http.Request, p string, err error) error {
 	var big *http.MaxBytesError
+	var he *httpError
+	if errors.As(err, &he) { // the body came too slowly
+		return he
+	}
 	if errors.As(err, &big) {
 		return kiln.Errorf(kiln.TooLarge, "the upload is over the %s allowed", kiln.FormatBytes(s.cfg.MaxUploadBytes))
 	}
@@ -201,7 +205,12 @@ func (s *Server) postFiles(w http.ResponseWriter, r *http.Request, c *call) erro
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes)
 	var written []string
 	if x := r.URL.Query().Get("extract"); x != "" {
-		written, err = s.extract(r, ag, dir, x, body)
+		sp := s.spool.reader(c.user.ID, body)
+		written, err = s.extract(r, ag, dir, x, sp)
+		sp.release()
+		if isSpoolFull(err) {
+			s.svc.Metrics().Rejected("spool")
+		}
 		s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.extract", map[string]any{"dir": dir, "files": len(written)}, err)
 		if err != nil {
 			return s.uploadErr(r, dir, err)

@@ -32,15 +32,26 @@ type Config struct {
 	// the proxy's).
 	AuthFailuresPerMinute float64
 	AuthFailureBurst      int
-	MaxJSONBytes          int64 // a JSON request body
-	MaxRunBytes           int64 // a one-shot run's body (its files ride in it)
-	MaxUploadBytes        int64 // one upload (also bounded by the workspace's size)
+	// BodyGrace and BodyMinRate bound the time to read a request body:
+	// after BodyGrace, it must have come at BodyMinRate bytes a second.
+	BodyGrace      time.Duration
+	BodyMinRate    int64
+	MaxJSONBytes   int64 // a JSON request body
+	MaxRunBytes    int64 // a one-shot run's body (its files ride in it)
+	MaxUploadBytes int64 // one upload (also bounded by the workspace's size)
+	// MaxSpoolBytesPerUser and MaxSpoolBytes bound the archive uploads
+	// being received at once (spooled to a temporary file), per user and
+	// in total.
+	MaxSpoolBytesPerUser int64
+	MaxSpoolBytes        int64
 }
 
 // DefaultConfig is the HTTP policy on the embedded defaults.
 func DefaultConfig() Config {
 	return Config{RatePerSecond: 50, RateBurst: 100, AuthFailuresPerMinute: 30, AuthFailureBurst: 10,
-		MaxJSONBytes: 4 * kiln.MiB, MaxRunBytes: 96 * kiln.MiB, MaxUploadBytes: kiln.GiB}
+		BodyGrace: 30 * time.Second, BodyMinRate: 4 * kiln.KiB,
+		MaxJSONBytes: 4 * kiln.MiB, MaxRunBytes: 96 * kiln.MiB, MaxUploadBytes: kiln.GiB,
+		MaxSpoolBytesPerUser: kiln.GiB, MaxSpoolBytes: 4 * kiln.GiB}
 }
 
 func (c Config) withDefaults() Config {
@@ -57,6 +68,12 @@ func (c Config) withDefaults() Config {
 	if c.AuthFailureBurst <= 0 {
 		c.AuthFailureBurst = d.AuthFailureBurst
 	}
+	if c.BodyGrace <= 0 {
+		c.BodyGrace = d.BodyGrace
+	}
+	if c.BodyMinRate <= 0 {
+		c.BodyMinRate = d.BodyMinRate
+	}
 	if c.MaxJSONBytes <= 0 {
 		c.MaxJSONBytes = d.MaxJSONBytes
 	}
@@ -65,6 +82,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxUploadBytes <= 0 {
 		c.MaxUploadBytes = d.MaxUploadBytes
+	}
+	if c.MaxSpoolBytesPerUser <= 0 {
+		c.MaxSpoolBytesPerUser = d.MaxSpoolBytesPerUser
+	}
+	if c.MaxSpoolBytes <= 0 {
+		c.MaxSpoolBytes = d.MaxSpoolBytes
 	}
 	return c
 }
@@ -77,7 +100,10 @@ type Server struct {
 	mux    *http.ServeMux
 	limits *rateLimits
 	fails  authFailures
-	routes []string
+
+	errSlowBody *httpError
+	spool       *spoolBudget
+	routes      []string
 	// UI, when set, serves everything outside /v1 and /metrics (the web
 	// notebook).
 	UI http.Handler
@@ -90,7 +116,8 @@ type Server struct {
 func New(svc *service.Service, cfg Config, log *slog.Logger) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{svc: svc, cfg: cfg, log: log, mux: http.NewServeMux(), limits: newRateLimits(cfg.RatePerSecond, cfg.RateBurst),
-		fails: newAuthFailures(cfg.AuthFailuresPerMinute, cfg.AuthFailureBurst)}
+		fails: newAuthFailures(cfg.AuthFailuresPerMinute, cfg.AuthFailureBurst), errSlowBody: slowBodyError(cfg.BodyGrace, cfg.BodyMinRate),
+		spool: newSpoolBudget(cfg.MaxSpoolBytesPerUser, cfg.MaxSpoolBytes)}
 	s.register()
 	return s
 }
@@ -264,6 +291,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.svc.Metrics().HTTP(route, rec.status, time.Since(start))
 		s.log.Debug("request", "request_id", id, "method", r.Method, "route", route, "status", rec.status, "duration", time.Since(start))
 	}()
+	s.boundBody(w, r)
 	if err := cleanURLPath(r.URL.Path); err != nil {
 		writeError(rec, r, s.log, err)
 		return

@@ -46,8 +46,8 @@ func (s *Service) checkCell(l *live, req *CellRequest) error {
 		return err
 	}
 	req.Language = lg.Name
-	if int64(len(req.Code)) > s.cfg.MaxCodeBytes {
-		return kiln.Errorf(kiln.TooLarge, "the code is %s, over the %s allowed", kiln.FormatBytes(int64(len(req.Code))), kiln.FormatBytes(s.cfg.MaxCodeBytes))
+	if err := s.checkCode(req.Code); err != nil {
+		return err
 	}
 	if !utf8.ValidString(req.Code) {
 		return kiln.Errorf(kiln.Invalid, "the code is not valid UTF-8")

@@ -20,6 +20,9 @@ type RunResult struct {
 // Run is a one-shot run in a fresh sandbox that is destroyed afterwards.
 // It takes a place in the execution queue like a cell.
 func (s *Service) Run(ctx context.Context, u store.User, r engine.Run) (RunResult, error) {
+	if err := s.checkCode(r.Code); err != nil {
+		return RunResult{}, err
+	}
 	if err := engine.Validate(r); err != nil {
 		return RunResult{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -107,4 +108,35 @@ for line in open("/proc/self/status"):
 func speculationControl(which int) bool {
 	r, err := unix.PrctlRetInt(unix.PR_GET_SPECULATION_CTRL, uintptr(which), 0, 0, 0)
 	return err == nil && r&unix.PR_SPEC_PRCTL != 0
+}
+
+// TestUsrInotifyPrivate: a watch on a file of /usr does not see the host
+// (or another sandbox) open it: the overlay's inodes are the sandbox's own.
+func TestUsrInotifyPrivate(t *testing.T) {
+	env(t)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				os.ReadFile("/usr/bin/env")
+			}
+		}
+	}()
+	res := attack(t, "python", `
+import ctypes, os, select
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(os.O_NONBLOCK)
+if fd < 0 or libc.inotify_add_watch(fd, b"/usr/bin/env", 0x20 | 0x01) < 0:
+    print("no inotify", ctypes.get_errno())
+else:
+    r, _, _ = select.select([fd], [], [], 2)
+    print("event seen" if r else "no event")
+`, kiln.Limits{})
+	if !strings.Contains(res.Stdout, "no event") && !strings.Contains(res.Stdout, "no inotify") {
+		t.Errorf("the sandbox sees the host open /usr/bin/env through inotify:\n%v", res)
+	}
 }
