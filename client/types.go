@@ -216,6 +216,10 @@ type User struct {
 // KeyRequest creates an API key.
 type KeyRequest struct {
 	Name string `json:"name,omitempty"`
+	// ExpiresInSeconds or ExpiresAt (not both) makes a key that stops
+	// working then; neither: the key works until revoked.
+	ExpiresInSeconds int64      `json:"expires_in_seconds,omitempty"`
+	ExpiresAt        *time.Time `json:"expires_at,omitempty"`
 }
 
 // Key is an API key's record. Secret is set only in the answer that
@@ -224,15 +228,12 @@ type Key struct {
 	ID       string     `json:"id"`
 	UserID   string     `json:"user_id"`
 	Name     string     `json:"name"`
-	// ExpiresInSeconds or ExpiresAt (not both) makes a key that stops
-	// working then; neither: the key works until revoked.
-	ExpiresInSeconds int64      `json:"expires_in_seconds,omitempty"`
-	ExpiresAt        *time.Time `json:"expires_at,omitempty"`
 	Prefix   string     `json:"prefix"`
 	Secret   string     `json:"secret,omitempty"`
 	Created  time.Time  `json:"created"`
 	LastUsed *time.Time `json:"last_used,omitempty"`
 	Revoked  *time.Time `json:"revoked,omitempty"`
+	Expires  *time.Time `json:"expires,omitempty"` // absent: never
 }
 
 // Problem is every error answer (application/problem+json, RFC 9457).
@@ -241,7 +242,6 @@ type Problem struct {
 	Type      string `json:"type"`
 	Title     string `json:"title"`
 	Status    int    `json:"status"`
-	Expires  *time.Time `json:"expires,omitempty"` // absent: never
 	Code      string `json:"code"`
 	Detail    string `json:"detail"`
 	RequestID string `json:"request_id,omitempty"`
