@@ -552,3 +552,22 @@ func TestBashArgv(t *testing.T) {
 		}
 	}
 }
+
+// TestBashReadPrompt: read -p prints its prompt on stderr though stdin is
+// not a terminal, and only then reads; without -p nothing is printed.
+func TestBashReadPrompt(t *testing.T) {
+	k := startBash(t, "")
+	r := begin(k, kernelproto.Execute{Code: "read -r -p 'Name: ' n; echo \"hi $n\"\nread m; echo \"[$m]\"", Stdin: "bob\nx\n", HasStdin: true}).end(30 * time.Second)
+	r.want(t, "ok", 0, "hi bob\n[x]\n")
+	if r.Stderr != "Name: " {
+		t.Errorf("stderr = %q, want the prompt %q", r.Stderr, "Name: ")
+	}
+	// The prompt is out before the read waits.
+	in := kerneltest.NewStdin()
+	c := beginInput(k, kernelproto.Execute{Code: "read -p 'Age? ' a; echo \"age $a\""}, in)
+	if !waitFor(func() bool { return strings.Contains(k.StderrText(), "Age? ") }) {
+		t.Errorf("the prompt did not come before the read; stderr %q", k.StderrText())
+	}
+	in.Write("42\n")
+	c.end(30*time.Second).want(t, "ok", 0, "age 42\n")
+}

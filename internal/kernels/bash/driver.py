@@ -13,8 +13,10 @@ A cell's stdin is Execute.stdin, kept in a private temporary file, or
 the agent's answers. A pipe does not say when its reader waits, so the
 driver asks (stdin_request) as soon as the cell starts and again each time
 it has written the last answer into the FIFO; bash's `read` and programs
-then read as from any pipe. End of file closes the FIFO. `read -p` shows
-no prompt (bash shows it only on a terminal): `printf 'name? '; read name`.
+then read as from any pipe. End of file closes the FIFO. The requests say
+"ahead": the agent does not tell the client that input is wanted. bash's
+`read -p` shows its prompt only on a terminal; init.bash's `read` prints
+it on stderr first.
 
 Before a cell runs, a helper bash parses it without running anything; a
 syntax error is reported (Error "SyntaxError" with the line, Done exit_code
@@ -275,7 +277,7 @@ class StdinFeed:
                 self.close_fifo()
         elif not self.asked and not self.k.ch_closed:
             self.asked = True
-            self.k.send({"type": "stdin_request", "cell": self.cell})
+            self.k.send({"type": "stdin_request", "cell": self.cell, "ahead": True})
 
     def close_fifo(self):
         if self.fd is not None:

@@ -150,6 +150,26 @@ logout() {
 	builtin exit "$@"
 }
 
+# read -p prints its prompt only when the input is a terminal, and a cell's
+# stdin never is one: the prompt goes to stderr (fd 9 in __kiln_prompt)
+# first, as bash would print it, then the builtin reads.
+read() {
+	{ \__kiln_prompt "$@"; } 9>&2 2>/dev/null
+	builtin read "$@"
+}
+
+__kiln_prompt() {
+	builtin local OPTIND=1 OPTARG o p='' fd=0 has=''
+	while builtin getopts ':a:d:ei:n:N:p:rst:u:' o; do
+		case $o in
+		p) p=$OPTARG has=1 ;;
+		u) fd=$OPTARG ;;
+		esac
+	done
+	[[ -n $has && $fd =~ ^[0-9]+$ ]] || builtin return 0
+	[[ -t $fd ]] || builtin printf '%s' "$p" >&9
+}
+
 # __kiln_exit returns the status it was called with, for a bare `exit`.
 __kiln_exit() {
 	builtin local s=$? n
@@ -204,7 +224,7 @@ __kiln_on_exit() {
 		done
 		builtin declare -F | while IFS=' ' builtin read -r _ __kiln_a __kiln_n; do
 			case $__kiln_n in
-			__kiln_* | exit | logout) ;;
+			__kiln_* | exit | logout | read) ;;
 			*)
 				builtin declare -f "$__kiln_n"
 				[[ $__kiln_a != *x* ]] || builtin printf 'builtin export -f %s\n' "$__kiln_n"
