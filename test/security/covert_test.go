@@ -5,6 +5,7 @@ package security
 import (
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,6 +51,7 @@ except OSError as e:
 // lock in /proc/locks.
 func TestUsrLocksPrivate(t *testing.T) {
 	env(t)
+	needUsrOverlay(t)
 	f, err := os.Open("/usr/bin/env")
 	if err != nil {
 		t.Skip("no /usr/bin/env on this host")
@@ -114,6 +116,7 @@ func speculationControl(which int) bool {
 // (or another sandbox) open it: the overlay's inodes are the sandbox's own.
 func TestUsrInotifyPrivate(t *testing.T) {
 	env(t)
+	needUsrOverlay(t)
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -138,5 +141,39 @@ else:
 `, kiln.Limits{})
 	if !strings.Contains(res.Stdout, "no event") && !strings.Contains(res.Stdout, "no inotify") {
 		t.Errorf("the sandbox sees the host open /usr/bin/env through inotify:\n%v", res)
+	}
+}
+
+var (
+	usrFSOnce sync.Once
+	usrFS     string
+)
+
+// usrFSType is the file system type of /usr inside a sandbox: "overlay",
+// or the host's own where the kernel refuses overlays in a user namespace
+// (before Linux 5.11, or without the overlay module) and the sandbox falls
+// back to a read-only bind.
+func usrFSType(t *testing.T) string {
+	t.Helper()
+	usrFSOnce.Do(func() {
+		res := attack(t, "python", `
+for line in open("/proc/self/mountinfo"):
+    pre, _, post = line.partition(" - ")
+    if pre.split()[4] == "/usr":
+        print(post.split()[0])
+`, kiln.Limits{})
+		if f := strings.Fields(res.Stdout); len(f) > 0 {
+			usrFS = f[len(f)-1]
+		}
+	})
+	return usrFS
+}
+
+// needUsrOverlay skips a test of what the /usr overlay gives when this
+// kernel gave the sandbox a bind instead.
+func needUsrOverlay(t *testing.T) {
+	t.Helper()
+	if fs := usrFSType(t); fs != "overlay" {
+		t.Skipf("/usr in a sandbox is %q, not an overlay: this kernel refuses overlays in a user namespace (docs/SECURITY.md, Known limits)", fs)
 	}
 }
