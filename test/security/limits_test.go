@@ -96,7 +96,7 @@ func TestChannelFlood(t *testing.T) {
 		{"one endless line", prelude + "chunk = b'x' * (4 << 20)\nwhile True:\n    os.write(3, chunk)"},
 		{"displays just under a frame", prelude + "line = (json.dumps({'type': 'display', 'cell': 'c', 'data': {'text/plain': 'x' * (4000 << 10)}}) + '\\n').encode()\nwhile True:\n    os.write(3, line)"},
 	}
-	attackSession(t, kiln.Limits{OutputBytes: 256 * kiln.MiB, MemoryBytes: 1024 * kiln.MiB}, func(sess *engine.Session) {
+	attackSession(t, kiln.Limits{OutputBytes: 32 * kiln.MiB, MemoryBytes: 1024 * kiln.MiB}, func(sess *engine.Session) {
 		if err := sess.Agent().WriteFile(context.Background(), "before.txt", []byte("kept"), 0o644); err != nil {
 			t.Fatal(err)
 		}
