@@ -26,7 +26,7 @@ type Limits struct {
 	MemoryBytes    int64 `json:"memory_bytes,omitempty"`    // user processes together, no swap
 	Pids           int64 `json:"pids,omitempty"`            // processes and threads together
 	CPUMillis      int64 `json:"cpu_millis,omitempty"`      // 1000 = one CPU
-	OutputBytes    int64 `json:"output_bytes,omitempty"`    // stdout and stderr per execution
+	OutputBytes    int64 `json:"output_bytes,omitempty"`    // stdout, stderr, displays and errors together per execution or cell
 	FileSizeBytes  int64 `json:"file_size_bytes,omitempty"` // largest file a process may write
 	OpenFiles      int64 `json:"open_files,omitempty"`      // per process
 	TmpBytes       int64 `json:"tmp_bytes,omitempty"`       // size of /tmp

@@ -39,6 +39,7 @@ Flags:
 
 type serveFlags struct {
 	listen, data, db, keyFile, logLevel string
+	logFormat, metricsAddr              string
 	svc                                 service.Config
 	http                                server.Config
 }
@@ -54,16 +55,22 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.TextVar(&f.svc.Workspaces, "workspaces", sd.Workspaces, "where session workspaces live, a `kind`: disk (an ext4 image per session in the data directory; survives a reboot) or tmpfs (memory; a reboot loses them)")
 	fs.StringVar(&f.db, "db", "", "PostgreSQL DSN (postgres://...); empty: SQLite in the data directory")
 	fs.StringVar(&f.keyFile, "admin-key-file", "", "also write the first admin key to this file (mode 0600)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; info logs every request")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json (one JSON object a line)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "also serve GET /metrics with no API key on this address (host:port), for Prometheus; the API's /metrics needs an admin key")
 	fs.IntVar(&f.svc.PoolSize, "pool", sd.PoolSize, "warm Python sandboxes kept ready (0 disables)")
 	fs.DurationVar(&f.svc.IdleTTL, "idle-ttl", sd.IdleTTL, "a session's idle TTL when it asks for none")
 	fs.IntVar(&f.svc.MaxSessionsPerUser, "max-sessions", sd.MaxSessionsPerUser, "active sessions per user")
 	fs.Int64Var(&f.svc.MaxWorkspaceBytesPerUser, "workspace-quota", sd.MaxWorkspaceBytesPerUser, "bytes of workspace per user, all active sessions together")
 	fs.IntVar(&f.svc.Concurrency, "concurrency", sd.Concurrency, "cells and runs at once, all users together")
 	fs.IntVar(&f.svc.QueueLength, "queue", sd.QueueLength, "cells and runs waiting at most; beyond, 503 at once")
-	fs.Int64Var(&f.svc.MaxCodeBytes, "max-code", sd.MaxCodeBytes, "bytes of code per cell")
-	fs.Float64Var(&f.http.RatePerSecond, "rate", hd.RatePerSecond, "requests per second per API key")
-	fs.IntVar(&f.http.RateBurst, "burst", hd.RateBurst, "request burst per API key")
+	fs.Int64Var(&f.svc.MaxCodeBytes, "max-code", sd.MaxCodeBytes, "bytes of code per cell or one-shot run")
+	fs.Float64Var(&f.http.RatePerSecond, "rate", hd.RatePerSecond, "requests per second per API key, and per user (all its keys)")
+	fs.IntVar(&f.http.RateBurst, "burst", hd.RateBurst, "request burst per API key, and per user")
+	fs.Float64Var(&f.http.AuthFailuresPerMinute, "auth-failures", hd.AuthFailuresPerMinute, "failed authentications a minute per client address; beyond, 429")
+	fs.Int64Var(&f.http.BodyMinRate, "body-min-rate", hd.BodyMinRate, "bytes a second a request body must arrive at, after 30 s; slower is cut off with 408")
+	fs.Int64Var(&f.http.MaxSpoolBytesPerUser, "spool-per-user", hd.MaxSpoolBytesPerUser, "bytes of archive uploads being received at once per user")
+	fs.Int64Var(&f.http.MaxSpoolBytes, "spool-total", hd.MaxSpoolBytes, "bytes of archive uploads being received at once, all users")
 	fs.Int64Var(&f.http.MaxUploadBytes, "max-upload", hd.MaxUploadBytes, "bytes per upload")
 	fs.Int64Var(&f.http.MaxJSONBytes, "max-json", hd.MaxJSONBytes, "bytes per JSON request body")
 	if err := fs.Parse(args); err != nil {
@@ -79,6 +86,9 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	if f.svc.PoolSize == 0 {
 		f.svc.PoolSize = -1 // the flag's 0 means off; the config's 0 means default
 	}
+	if err := checkServeFlags(f); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -90,11 +100,10 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return kiln.Errorf(kiln.Invalid, "--log-level %q is not one of debug, info, warn, error", f.logLevel)
+	log, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if err := os.MkdirAll(f.data, 0o711); err != nil {
 		return kiln.Wrap(kiln.Invalid, err, "cannot make the data directory %s", f.data)
 	}
@@ -116,7 +125,13 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := announceKey(ctx, svc, f, stdout); err != nil {
 		return err
 	}
-	return listenAndServe(ctx, f, server.New(svc, f.http, log), log)
+	h := server.New(svc, f.http, log)
+	if f.metricsAddr != "" {
+		if err := serveMetrics(ctx, f.metricsAddr, h.MetricsHandler(), log); err != nil {
+			return err
+		}
+	}
+	return listenAndServe(ctx, f, h, log)
 }
 
 func openStore(ctx context.Context, f *serveFlags) (store.Store, error) {

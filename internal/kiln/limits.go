@@ -13,7 +13,7 @@ type Limits struct {
 	MemoryBytes    int64         `json:"memory_bytes"`    // user processes together, no swap
 	Pids           int64         `json:"pids"`            // user processes and threads together
 	CPUMillis      int64         `json:"cpu_millis"`      // 1000 = one CPU
-	OutputBytes    int64         `json:"output_bytes"`    // stdout and stderr together per execution
+	OutputBytes    int64         `json:"output_bytes"`    // stdout, stderr, displays and errors together per execution or cell
 	FileSizeBytes  int64         `json:"file_size_bytes"` // largest file a process may write (RLIMIT_FSIZE)
 	OpenFiles      int64         `json:"open_files"`      // RLIMIT_NOFILE per process
 	TmpBytes       int64         `json:"tmp_bytes"`       // size of /tmp (and /dev/shm)

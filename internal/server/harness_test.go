@@ -43,6 +43,7 @@ type options struct {
 	svc       service.Config
 	http      server.Config
 	wrapStore func(store.Store) store.Store // a test's view of the store, e.g. one that fails
+	log       *slog.Logger                  // the server's log; default: discarded
 }
 
 func newEnv(t *testing.T, opts options) *env {
@@ -53,6 +54,9 @@ func newEnv(t *testing.T, opts options) *env {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if opts.log != nil {
+		log = opts.log
 	}
 	ctx := context.Background()
 	dir := t.TempDir()

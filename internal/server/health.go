@@ -21,6 +21,18 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// MetricsHandler serves GET /metrics with no key, for a listener of its
+// own (kiln serve --metrics-addr): Prometheus then needs no API key, and
+// the address can be one that only the monitoring network reaches.
+func (s *Server) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.svc.Metrics().Handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.log, kiln.Errorf(kiln.NotFound, "no route %s %s: this listener serves only GET /metrics", r.Method, trunc(r.URL.Path, 200)))
+	})
+	return mux
+}
+
 // metrics serves Prometheus metrics to admins.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request, c *call) error {
 	if !c.user.Admin {

@@ -177,6 +177,7 @@ func (s *Server) handle(pattern string, h handler) {
 		noteRoute(w, r)
 		c, err := s.authenticate(r)
 		if err == nil {
+			noteUser(w, c.user.ID)
 			err = s.limits.allow(c.user.ID, c.key.ID)
 			if err != nil {
 				s.svc.Metrics().Rejected("rate_limit")
@@ -288,8 +289,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if route == "" {
 			route = "other"
 		}
-		s.svc.Metrics().HTTP(route, rec.status, time.Since(start))
-		s.log.Debug("request", "request_id", id, "method", r.Method, "route", route, "status", rec.status, "duration", time.Since(start))
+		d := time.Since(start)
+		s.svc.Metrics().HTTP(route, rec.status, d)
+		s.accessLog(r, rec, route, d)
 	}()
 	s.boundBody(w, r)
 	if err := cleanURLPath(r.URL.Path); err != nil {
@@ -310,6 +312,37 @@ type recorder struct {
 	status int
 	wrote  bool
 	route  string // the mux pattern that served the request
+	user   string // the authenticated user's id
+}
+
+// Access log attribute keys.
+const (
+	logRequestID = "request_id"
+	logMethod    = "method"
+	logRoute     = "route"
+	logStatus    = "status"
+	logDuration  = "duration_ms"
+	logUser      = "user"
+)
+
+// accessLog writes one line per request at info level (health checks at
+// debug, as a load balancer asks every few seconds). The route is the
+// pattern, never the URL, which can carry file names.
+func (s *Server) accessLog(r *http.Request, rec *recorder, route string, d time.Duration) {
+	level := slog.LevelInfo
+	if strings.HasPrefix(route, "GET /v1/health/") {
+		level = slog.LevelDebug
+	}
+	s.log.LogAttrs(r.Context(), level, "request", slog.String(logRequestID, requestID(r)), slog.String(logMethod, r.Method),
+		slog.String(logRoute, route), slog.Int(logStatus, rec.status), slog.Float64(logDuration, float64(d.Microseconds())/1000),
+		slog.String(logUser, rec.user))
+}
+
+// noteUser tells ServeHTTP's recorder who the caller is, for the log.
+func noteUser(w http.ResponseWriter, id string) {
+	if rec, ok := w.(*recorder); ok {
+		rec.user = id
+	}
 }
 
 // noteRoute tells ServeHTTP's recorder which pattern matched, so that the

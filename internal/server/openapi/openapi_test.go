@@ -229,7 +229,7 @@ func TestProblemCodes(t *testing.T) {
 		"invalid", "not_found", "unauthenticated", "forbidden", "conflict",
 		"rate_limited", "quota_exceeded", "too_large", "unavailable", "queue_full",
 		"unsupported_media_type", "method_not_allowed", "internal", "sandbox_error",
-		"unsupported",
+		"unsupported", "request_timeout",
 	}
 	got := mustResolve(t, document(t), "#/components/schemas/Problem/properties/code/enum")
 	if diff := cmp.Diff(want, got); diff != "" {
