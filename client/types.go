@@ -112,17 +112,26 @@ type Event struct {
 	Execution *Execution `json:"execution,omitempty"`
 	// Error is an error event's problem: the cell could not run at all.
 	Error *Problem `json:"error,omitempty"`
+	// Prompt is an input_request event's prompt: the cell's output since
+	// its last newline (what input("Name: ") printed), at most 1 KiB. It
+	// came in a stdout or stderr event already.
+	Prompt string `json:"prompt,omitempty"`
 }
 
 // Stream event types, in the order they come: started, then stdout,
-// stderr and display as they happen, then done or error.
+// stderr, display and input_request as they happen, then done or error.
 const (
 	EventStarted = "started"
 	EventStdout  = "stdout"
 	EventStderr  = "stderr"
 	EventDisplay = "display"
-	EventDone    = "done"
-	EventError   = "error"
+	// EventInputRequest says the cell (a session cell with streamed
+	// stdin, in Python, JavaScript or TypeScript) reads stdin and has
+	// been sent nothing it has not read: a UI shows an input box, with
+	// Prompt. Send the input as stdin (or end it) to go on.
+	EventInputRequest = "input_request"
+	EventDone         = "done"
+	EventError        = "error"
 )
 
 // WSMessage is what a client sends over the execution WebSocket

@@ -24,6 +24,7 @@ type cellRun struct {
 	kill     chan struct{}
 	killOnce sync.Once
 	asks     chan struct{} // the kernel's stdin requests, answered by serveStdin
+	input    *inputWatch   // tells the client when the cell waits for input
 }
 
 // stop interrupts the cell, and kills the kernel if it has not ended the
@@ -67,14 +68,13 @@ func (a *Agent) runCell(id uint64, req protocol.Cell, in *stdinQueue) {
 	if started {
 		done.Kernel = k.ready
 	}
-	k.out.attach(c.forward(a, id, protocol.TStdout))
-	k.err.attach(c.forward(a, id, protocol.TStderr))
+	c.input = a.watchInput(id, k, in, c.forward(a, id, protocol.TStdout), c.forward(a, id, protocol.TStderr))
 	before := a.snapshot()
 	a.cg.ResetPeak()
 	usage0, _ := a.cg.Usage()
 	start := time.Now()
 
-	exe := kernelproto.Execute{Type: kernelproto.TExecute, Cell: cellID, Code: req.Code, Stdin: req.Stdin, HasStdin: req.HasStdin}
+	exe := kernelproto.Execute{Type: kernelproto.TExecute, Cell: cellID, Code: req.Code, Stdin: req.Stdin, HasStdin: req.HasStdin, Warmup: req.Warmup}
 	if in != nil {
 		exe.Stdin, exe.HasStdin, exe.StdinOpen = "", false, true
 	}
@@ -146,6 +146,7 @@ func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 						mib(o.Size), mib(lineCap))))
 				}
 			case kernelproto.TStdinRequest:
+				c.input.request(line, c.charge)
 				select {
 				case c.asks <- struct{}{}:
 				default: // more requests than a kernel that waits for answers makes

@@ -75,6 +75,13 @@ func (q *stdinQueue) take(max int, stop <-chan struct{}) (p []byte, eof, lost, o
 	}
 }
 
+// idle reports whether the queue is empty and open: a read would wait.
+func (q *stdinQueue) idle() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.data) == 0 && !q.eof
+}
+
 // openStdin registers the queue of request id's open stdin, before the
 // request starts, so that input sent right after the request is kept.
 // It returns false if the id is taken.

@@ -17,6 +17,7 @@ type CellEvents struct {
 	Stderr  func([]byte)
 	Display func(kernelproto.Display, bool) // true for the cell's execute_result
 	Error   func(kernelproto.Error)
+	Input   func(protocol.InputRequest) // the cell waits for open stdin
 }
 
 // Cell runs a cell in a kernel and returns how it ended. Cancelling ctx
@@ -96,6 +97,14 @@ func handleCellEvent(m *protocol.Message, ev CellEvents) (bool, protocol.CellDon
 		}
 		if ev.Error != nil {
 			ev.Error(e)
+		}
+	case protocol.TInputRequest:
+		var r protocol.InputRequest
+		if err := m.Decode(&r); err != nil {
+			return true, res, err
+		}
+		if ev.Input != nil {
+			ev.Input(r)
 		}
 	case protocol.TCellDone:
 		err := m.Decode(&res)

@@ -94,6 +94,9 @@ type Cell struct {
 	StdinStream io.Reader
 	Timeout     time.Duration // 0: the session's limit
 	Args        []string      // program languages: the program's arguments
+	// Warmup marks a cell that only starts a kernel (the warm pool's): it
+	// takes no cell number, so the user's first cell is "<cell 1>".
+	Warmup bool
 	// Name is, for a program language, the file name of Code (sol.c,
 	// test.java): diagnostics name it. Code is built outside the
 	// workspace, never written into it. Default main<ext>.
@@ -110,6 +113,10 @@ type Events struct {
 	Stdout func([]byte)
 	Stderr func([]byte)
 	Output func(kiln.Output)
+	// Input says that a session cell with StdinStream waits for input it
+	// has not been sent, with the prompt (the output since its last
+	// newline, already passed to Stdout or Stderr).
+	Input func(prompt string)
 }
 
 // Agent is the session's agent connection, for file operations.
@@ -173,6 +180,7 @@ func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Even
 	req := protocol.Cell{
 		Kernel:      s.kernelFor(l, spec),
 		Code:        c.Code,
+		Warmup:      c.Warmup,
 		TimeoutMs:   timeout.Milliseconds(),
 		OutputBytes: s.lim.OutputBytes,
 	}
@@ -212,6 +220,11 @@ func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Even
 				return
 			}
 			res.Error = &kiln.CellError{Name: e.Name, Message: e.Message, Traceback: e.Traceback, Line: e.Line}
+		},
+		Input: func(r protocol.InputRequest) {
+			if ev.Input != nil {
+				ev.Input(r.Prompt)
+			}
 		},
 	}
 	var done protocol.CellDone

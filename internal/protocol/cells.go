@@ -7,7 +7,7 @@ import "encoding/json"
 // StdinOpen takes TStdin messages (body Stdin, the cell's id) as an exec
 // does; see Cell.
 const (
-	TCell     = "cell"     // body Cell; events: stdout, stderr, display, cell_error, cell_done | error
+	TCell     = "cell"     // body Cell; events: stdout, stderr, display, cell_error, input_request, cell_done | error
 	TRestart  = "restart"  // body Restart; answered ok once the kernel(s) are gone
 	TComplete = "complete" // body KernelQuery; answered ok with the kernel's Completion as body
 	TCheck    = "check"    // body KernelQuery; answered ok with the kernel's CheckResult as body
@@ -15,7 +15,21 @@ const (
 	TDisplay   = "display"    // body: a kernelproto.Display (display or execute_result), as the kernel sent it
 	TCellError = "cell_error" // body: a kernelproto.Error, as the kernel sent it
 	TCellDone  = "cell_done"  // body CellDone; the last event of a cell
+	// TInputRequest says the cell's code waits for open stdin and the
+	// agent has none queued, so that a client can ask its user.
+	TInputRequest = "input_request" // body InputRequest
 )
+
+// InputRequest is the body of TInputRequest. Prompt is the cell's output
+// since its last newline (on stdout or stderr, whichever it wrote last),
+// at most MaxPrompt bytes: what input("Name: ") or read -p printed. That
+// output has been sent as stdout or stderr events already.
+type InputRequest struct {
+	Prompt string `json:"prompt"`
+}
+
+// MaxPrompt bounds InputRequest.Prompt; a longer one keeps its end.
+const MaxPrompt = 1 << 10
 
 // Kernel says how to start a language's kernel if it is not running. The
 // agent remembers it: later requests may leave Argv and Env empty.
@@ -37,13 +51,16 @@ type Kernel struct {
 // agent, up to MaxPendingStdin bytes; past that it is dropped, and the
 // cell's next read past what was kept fails with an error that says so.
 type Cell struct {
-	Kernel      Kernel `json:"kernel"`
-	Code        string `json:"code"`
-	Stdin       string `json:"stdin,omitempty"`
-	HasStdin    bool   `json:"has_stdin,omitempty"`
-	StdinOpen   bool   `json:"stdin_open,omitempty"`
-	TimeoutMs   int64  `json:"timeout_ms"`
-	OutputBytes int64  `json:"output_bytes"`
+	Kernel    Kernel `json:"kernel"`
+	Code      string `json:"code"`
+	Stdin     string `json:"stdin,omitempty"`
+	HasStdin  bool   `json:"has_stdin,omitempty"`
+	StdinOpen bool   `json:"stdin_open,omitempty"`
+	// Warmup marks a cell that only starts the kernel (the warm pool's):
+	// it takes no cell number (kernelproto.Execute.Warmup).
+	Warmup      bool  `json:"warmup,omitempty"`
+	TimeoutMs   int64 `json:"timeout_ms"`
+	OutputBytes int64 `json:"output_bytes"`
 }
 
 // MaxPendingStdin bounds the input a running exec or cell with open stdin

@@ -125,7 +125,7 @@ func (s *Service) makePooled() (*pooled, error) {
 		return nil, err
 	}
 	pd := &pooled{id: id, path: path, sess: sess}
-	res, err := sess.Run(ctx, engine.Cell{Language: "python", Code: "pass"}, engine.Events{})
+	res, err := sess.Run(ctx, engine.Cell{Language: "python", Code: "pass", Warmup: true}, engine.Events{})
 	if err == nil && res.Status != kiln.StatusOK {
 		err = kiln.Errorf(kiln.SandboxError, "the warm-up cell ended %s", res.Status)
 	}
