@@ -136,10 +136,10 @@ func TestCellNumbers(t *testing.T) {
 // TestBashStderr: a bash cell's stderr is exactly what it wrote.
 func TestBashStderr(t *testing.T) {
 	s := newSession(t, kiln.Limits{})
-	for i := 0; i < 2; i++ {
-		r := runCell(t, s, "bash", "echo err >&2")
-		if r.Status != kiln.StatusOK || r.Stderr != "err\n" {
-			t.Errorf("cell %d: status %s stderr %q, want %q", i+1, r.Status, r.Stderr, "err\n")
+	for _, code := range []string{"echo err >&2", "echo err >&2; exit 3", "set -e; echo err >&2; false", "echo err >&2"} {
+		r := runCell(t, s, "bash", code)
+		if r.Stderr != "err\n" {
+			t.Errorf("%q: status %s stderr %q, want %q", code, r.Status, r.Stderr, "err\n")
 		}
 	}
 }

@@ -202,10 +202,10 @@ func TestBashExit(t *testing.T) {
 	if r.Line != 3 {
 		t.Errorf("error line = %d, want 3", r.Line)
 	}
-	// exit stops the cell as an interrupt does, and bash marks an interrupt
-	// with an empty line.
-	if r.Stderr != "\n" {
-		t.Errorf("stderr = %q, want an empty line", r.Stderr)
+	// exit stops the cell as an interrupt does; bash's empty line after an
+	// interrupt is not the cell's output.
+	if r.Stderr != "" {
+		t.Errorf("stderr = %q, want nothing", r.Stderr)
 	}
 	r = runShell(k, "echo $x; echo still-there >&2")
 	r.want(t, "ok", 0, "kept\n")
@@ -570,4 +570,33 @@ func TestBashReadPrompt(t *testing.T) {
 	}
 	in.Write("42\n")
 	c.end(30*time.Second).want(t, "ok", 0, "age 42\n")
+}
+
+// TestBashStderrExact: a cell's stderr is what it wrote, also when exit,
+// set -e or an interrupt stops it (bash's empty line after an interrupt
+// is not the cell's).
+func TestBashStderrExact(t *testing.T) {
+	k := startBash(t, "")
+	for _, tc := range []struct {
+		code, status string
+		exit         int
+	}{
+		{"echo err >&2", "ok", 0},
+		{"echo err >&2; exit 3", "error", 3},
+		{"set -e; echo err >&2; false", "error", 1},
+		{"set +e; echo err >&2; exec 2>/dev/null; echo hidden >&2", "ok", 0},
+		{"echo err >&2", "ok", 0},
+	} {
+		r := runShell(k, tc.code)
+		r.want(t, tc.status, tc.exit, "")
+		if r.Stderr != "err\n" {
+			t.Errorf("%q: stderr = %q, want %q", tc.code, r.Stderr, "err\n")
+		}
+	}
+	c := begin(k, kernelproto.Execute{Code: "echo err >&2; echo started; sleep 30"})
+	c.waitOutput("started", 10*time.Second)
+	k.Interrupt()
+	if r := c.end(30 * time.Second); r.Status != "interrupted" || r.Stderr != "err\n" {
+		t.Errorf("interrupted cell: status %s, stderr %q, want %q", r.Status, r.Stderr, "err\n")
+	}
 }

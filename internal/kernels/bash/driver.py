@@ -54,7 +54,7 @@ import termios
 import time
 
 BASH = "/usr/bin/bash"
-CODE_FD, STATUS_FD = 20, 21
+CODE_FD, STATUS_FD, ERR_FD = 20, 21, 22
 SEP = b"\0"
 # An interrupt can miss a command that is just starting (bash forked it, it
 # has not yet exec'd, the signal goes to bash's handler in the child), and a
@@ -64,10 +64,13 @@ RESEND = (0.25, 1.0, 3.0)
 MAX_MATCHES = 1000
 
 # The cell's command line: read the cell (stderr off so that xtrace shows
-# nothing of ours), run it at the top level with our fds closed, report.
+# nothing of ours), run it at the top level with our fds closed and stderr
+# the kernel's (fd 22), report. The shell's own stderr is /dev/null: after
+# an interrupt, and so after our own stops (exit, set -e), bash prints an
+# empty line there, which is not the cell's output.
 CELL_LINE = (
     b"{ \\__kiln_begin || builtin :; } 2>/dev/null; "
-    b'builtin eval -- "$__kiln_pre$__kiln_code" <"$__kiln_in" 20<&- 21>&-; '
+    b'builtin eval -- "$__kiln_pre$__kiln_code" <"$__kiln_in" 2>&22 20<&- 21>&- 22>&-; '
     b"{ \\__kiln_after || builtin :; } 2>/dev/null\n"
 )
 RESTORE_LINE = (
@@ -94,7 +97,8 @@ class Shell:
         # dies of a signal, complaining on stderr when that fails. A pty
         # master, never anyone's controlling terminal, takes those resets
         # and the start-up complaints (no terminal, no job control); the
-        # shell's first command puts stderr back.
+        # shell's first command keeps the real stderr as fd 22, for cells,
+        # and makes its own /dev/null.
         tty = open_pty_master()
         self.proc = subprocess.Popen(
             [BASH, "--norc", "--noprofile", "--noediting", "-i"],
@@ -109,11 +113,11 @@ class Shell:
         self.cmd = self.proc.stdin.fileno()
         self.buf = b""
         first = (
-            "\\exec 2>&%d %d>&- %d<&%d %d<&- %d>&%d %d>&-; "
+            "\\exec %d>&%d 2>/dev/null %d>&- %d<&%d %d<&- %d>&%d %d>&-; "
             "IFS= builtin read -r -d '' __kiln_code <&%d; "
             'builtin eval -- "$__kiln_code"; '
             "builtin printf 'ready %%s\\0' \"$BASH_VERSION\" >&%d\n"
-            % (err, err, CODE_FD, code_r, code_r, STATUS_FD, status_w, status_w, CODE_FD, STATUS_FD)
+            % (ERR_FD, err, err, CODE_FD, code_r, code_r, STATUS_FD, status_w, status_w, CODE_FD, STATUS_FD)
         )
         try:
             self.send(first.encode(), init)

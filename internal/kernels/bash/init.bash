@@ -15,7 +15,10 @@
 # for user commands, so nothing the user runs can read or forge them; the
 # cell's stdin (a file or /dev/null) is a redirection of eval, which bash
 # undoes after the cell, also after an interrupt, so the command pipe comes
-# back even if the cell ran `exec <file`.
+# back even if the cell ran `exec <file`. So is its stderr: the kernel's,
+# kept as fd 22 (closed for user commands too), while the shell's own is
+# /dev/null, where bash's empty line after an interrupt goes. `exec 2>file`
+# lasts for the rest of its cell.
 #
 # A cell runs as `eval "$code"` at the top level (not in a function, so that
 # declare makes globals). Aliases are expanded, as in any interactive shell.
@@ -32,8 +35,7 @@
 # would end the shell and lose the session. A function named exit and an ERR
 # trap (with errtrace, so it also fires in functions) stop the cell the same
 # way an interrupt does, by sending SIGINT to the shell itself, and the shell
-# lives on (with set -e still on); bash marks the stop with an empty line on
-# stderr. Some exits remain: an expansion error under set -e (an unset
+# lives on (with set -e still on). Some exits remain: an expansion error under set -e (an unset
 # variable with set -u, ${x:?}), `builtin exit`, exit under set -o posix
 # (special builtins come before functions), a user ERR trap that replaces
 # ours. For those the EXIT trap saves the session's state and the driver
@@ -132,7 +134,7 @@ __kiln_after() {
 
 # __kiln_stop ends the running cell from inside it: SIGINT to the shell
 # itself. bash acts on it before its next command and, as after any
-# interrupt, prints an empty line on stderr.
+# interrupt, prints an empty line on the shell's own stderr (/dev/null).
 __kiln_stop() {
 	builtin kill -INT "$__kiln_pid"
 }
