@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -61,9 +62,9 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&language, "l", "", "short for --lang")
 	fs.StringVar(&code, "c", "", "the program, given on the command line")
 	addLimitFlags(fs, &lim, &cpus)
-	fs.Var(&files, "file", "copy a local file into the workspace: LOCAL[:DEST] (repeatable)")
+	fs.Var(&files, "file", "copy a local file into the workspace: LOCAL[:DEST] (repeatable); a relative LOCAL keeps its path")
 	fs.Var(&files, "f", "short for --file")
-	fs.BoolVar(&stats, "stats", false, "print the exit status, wall and CPU time and peak memory on stderr")
+	fs.BoolVar(&stats, "stats", false, "print the exit status, wall and CPU time and peak memory on stderr; the build's apart, with its warnings")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: kiln run [flags] FILE|- [ARGS...]  or  kiln run [flags] --lang L -c CODE [-- ARGS...]\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -130,6 +131,9 @@ func programSource(r *engine.Run, codeGiven bool, fs *flag.FlagSet, stdin io.Rea
 	}
 	b, err := readFileLimited(src, engine.MaxCodeBytes)
 	r.Code = string(b)
+	// A compiled program keeps its file's name: its messages name it, and
+	// Java's single-file programs need it.
+	r.Name = filepath.Base(src)
 	return false, err
 }
 
@@ -146,13 +150,25 @@ func programStdin(stdin io.Reader) ([]byte, error) {
 	return readLimited(f, engine.MaxStdinBytes, "stdin")
 }
 
+// readFiles reads the --file flags. A relative LOCAL keeps its path in the
+// workspace (a/b.txt lands as a/b.txt); an absolute one or one that leaves
+// the current directory lands under its base name; LOCAL:DEST says where.
+// Two files with one destination are refused.
 func readFiles(specs []string) ([]engine.File, error) {
 	var out []engine.File
+	from := map[string]string{} // destination -> spec
 	for _, spec := range specs {
 		local, dest, ok := strings.Cut(spec, ":")
 		if !ok {
 			dest = filepath.Base(local)
+			if filepath.IsLocal(local) {
+				dest = filepath.ToSlash(filepath.Clean(local))
+			}
 		}
+		if prev, ok := from[path.Clean(dest)]; ok {
+			return nil, kiln.Errorf(kiln.Invalid, "--file %s and --file %s both go to %s in the workspace; give one another destination with --file LOCAL:DEST", prev, spec, dest)
+		}
+		from[path.Clean(dest)] = spec
 		b, err := readFileLimited(local, engine.MaxFilesBytes)
 		if err != nil {
 			return nil, err
@@ -178,7 +194,7 @@ func runProgram(ctx context.Context, r engine.Run, stats bool, stdout, stderr io
 		return err
 	}
 	if l, _ := lang.Lookup(r.Language); !l.OneShot() {
-		return runCell(ctx, engine.New(b, log), r, stdout, stderr)
+		return runCell(ctx, engine.New(b, log), r, stats, stdout, stderr)
 	}
 	x, err := engine.New(b, log).Run(ctx, r, stdout, stderr)
 	if err != nil {
@@ -192,8 +208,7 @@ func runProgram(ctx context.Context, r engine.Run, stats bool, stdout, stderr io
 		if x.Signal != "" {
 			status = "killed by " + x.Signal
 		}
-		fmt.Fprintf(stderr, "kiln: %s; wall %.1f ms, cpu %.1f ms, peak memory %.1f MiB\n", status,
-			float64(x.Usage.Wall.Microseconds())/1000, float64(x.Usage.CPU.Microseconds())/1000, float64(x.Usage.PeakMemory)/kiln.MiB)
+		fmt.Fprintf(stderr, "kiln: %s; %s\n", status, usageLine(x.Usage))
 	}
 	switch {
 	case x.Canceled:
@@ -208,8 +223,46 @@ func runProgram(ctx context.Context, r engine.Run, stats bool, stdout, stderr io
 	return nil
 }
 
+// usageLine says what an execution cost.
+func usageLine(u kiln.Usage) string {
+	return fmt.Sprintf("wall %.1f ms, cpu %.1f ms, peak memory %.1f MiB",
+		float64(u.Wall.Microseconds())/1000, float64(u.CPU.Microseconds())/1000, float64(u.PeakMemory)/kiln.MiB)
+}
+
+// cellStats prints --stats for a cell: the build (or that it was cached)
+// with its warnings, then the run.
+func cellStats(w io.Writer, res kiln.CellResult, program bool) {
+	if program {
+		if res.BuildUsage != nil {
+			fmt.Fprintf(w, "kiln: build: %s\n", usageLine(*res.BuildUsage))
+		} else if res.Error == nil || res.Error.Name != "CompileError" {
+			fmt.Fprintln(w, "kiln: build: cached")
+		}
+		for _, d := range res.Diagnostics {
+			loc := d.File
+			if d.Line > 0 {
+				loc = fmt.Sprintf("%s:%d", loc, d.Line)
+			}
+			fmt.Fprintf(w, "kiln: %s: %s: %s\n", loc, d.Severity, d.Message)
+		}
+		if res.Error != nil && res.Error.Name == "CompileError" {
+			fmt.Fprintln(w, "kiln: run: none, the build failed")
+			return
+		}
+	}
+	status := fmt.Sprintf("exit %d", exitStatus(res))
+	if res.ExitCode == nil {
+		status = string(res.Status)
+	}
+	prefix := ""
+	if program {
+		prefix = "run: "
+	}
+	fmt.Fprintf(w, "kiln: %s%s; %s\n", prefix, status, usageLine(res.Usage))
+}
+
 // runCell runs a language that needs a kernel or a build as one cell.
-func runCell(ctx context.Context, e *engine.Engine, r engine.Run, stdout, stderr io.Writer) error {
+func runCell(ctx context.Context, e *engine.Engine, r engine.Run, stats bool, stdout, stderr io.Writer) error {
 	out := &renderer{stdout: stdout, stderr: stderr}
 	res, err := e.RunCell(ctx, r, engine.Events{
 		Stdout: func(p []byte) { stdout.Write(p) },
@@ -220,6 +273,10 @@ func runCell(ctx context.Context, e *engine.Engine, r engine.Run, stdout, stderr
 		return err
 	}
 	out.report(res)
+	if stats {
+		l, _ := lang.Lookup(r.Language)
+		cellStats(stderr, res, l != nil && l.Kind == lang.Program)
+	}
 	if code := exitStatus(res); code != 0 {
 		return exitError{code}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -335,6 +336,13 @@ func TestRunFiles(t *testing.T) {
 		{"LOCAL:DEST into a subdirectory", []string{"--file", "data.csv:in/sub/d.csv", "--lang", "bash", "-c", "cat in/sub/d.csv"}, "a,b\n1,2\n"},
 		{"repeated, short form", []string{"-f", "data.csv", "-f", "notes.txt:n.txt", "--lang", "bash", "-c", "cat data.csv n.txt"}, "a,b\n1,2\nnotes\n"},
 		{"executable stays executable", []string{"--file", "tool.sh", "--lang", "bash", "-c", "./tool.sh"}, "tool ran\n"},
+		{"a relative path is kept", []string{"--file", "in/deep.txt", "--lang", "bash", "-c", "cat in/deep.txt"}, "deep\n"},
+	}
+	if err := os.Mkdir(filepath.Join(dir, "in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "in/deep.txt"), []byte("deep\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -404,6 +412,7 @@ func TestRunBadInput(t *testing.T) {
 		{"file-dotdot-inner", []string{"--file", "data.csv:a/../../x.csv", "prog.py"}, "", true, []string{"leaves the workspace"}},
 		{"file-absolute", []string{"--file", "data.csv:/etc/x.csv", "prog.py"}, "", true, []string{"/etc/x.csv", "relative"}},
 		{"file-replaces-program", []string{"--file", "data.csv:main.py", "prog.py"}, "", true, []string{"main.py"}},
+		{"file-same-destination", []string{"--file", "data.csv", "--file", "prog.txt:data.csv", "prog.py"}, "", false, []string{"data.csv", "prog.txt:data.csv", "LOCAL:DEST"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -502,5 +511,96 @@ func TestParseSize(t *testing.T) {
 		if got, err := parseSize(in); err == nil {
 			t.Errorf("parseSize(%q) = %d, want an error", in, got)
 		}
+	}
+}
+
+// TestRunCompiled: compiled programs as their users expect on the host: the
+// file keeps its name, headers beside it are found, tests beside an empty
+// main run, warnings stay off the program's stderr, a link error names the
+// user's file.
+func TestRunCompiled(t *testing.T) {
+	needRoot(t)
+	dir := workdir(t, map[string]string{
+		"test.java": "public class HelloWorld {\n    public static void main(String[] args) {\n        System.out.println(\"hello\");\n    }\n}\n",
+		"warn.c":    "#include <stdio.h>\nint main(void) {\n  int unused;\n  fprintf(stderr, \"own\\n\");\n  return 0;\n}\n",
+		"link.c":    "int f(void);\nint main(void) { return f(); }\n",
+		"md5.cpp":   "#include <iostream>\n#include \"openssl/md5.h\"\nint main() { std::cout << DIGEST << '\\n'; }\n",
+		"sol.rs":    "fn add(a: i32, b: i32) -> i32 { a - b }\n\nfn main() {}\n\n#[test]\nfn adds() {\n    assert_eq!(add(2, 2), 4);\n}\n",
+	})
+	if err := os.Mkdir(filepath.Join(dir, "openssl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "openssl/md5.h"), []byte("#define DIGEST \"d41d8cd9\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, lang string
+		args       []string
+		code       int    // want this exit status
+		stdout     string // and this stdout, if not ""
+		stderr     string // and this stderr exactly, if not "-"
+		notStderr  string // stderr must not contain this, if not ""
+	}{
+		{"java file named otherwise than its class", "java", []string{"test.java"}, 0, "hello\n", "", ""},
+		{"warnings stay off the program's stderr", "c", []string{"warn.c"}, 0, "", "own\n", ""},
+		{"a header beside the program", "cpp", []string{"--file", "openssl/md5.h", "md5.cpp"}, 0, "d41d8cd9\n", "", ""},
+		{"a wrong solution in #[test]", "rust", []string{"sol.rs"}, 101, "", "-", ""},
+		{"a link error names the user's file", "c", []string{"link.c"}, 1, "", "-", "main.c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if l, _ := lang.Lookup(tt.lang); l.Available() != nil {
+				t.Skip(kiln.Message(l.Available()))
+			}
+			r := execKiln(t, invocation{dir: dir}, append([]string{"run"}, tt.args...)...)
+			if r.code != tt.code || (tt.stdout != "" && r.stdout != tt.stdout) || (tt.stderr != "-" && r.stderr != tt.stderr) ||
+				(tt.notStderr != "" && strings.Contains(r.stderr, tt.notStderr)) {
+				t.Errorf("kiln run %q: exit %d, stdout %q, stderr %q\nwant exit %d, stdout %q, stderr %q (not containing %q)",
+					tt.args, r.code, r.stdout, r.stderr, tt.code, tt.stdout, tt.stderr, tt.notStderr)
+			}
+		})
+	}
+}
+
+// TestRunStats: --stats works for every language and, for a program
+// language, reports the build and the run apart, with the build's warnings.
+func TestRunStats(t *testing.T) {
+	needRoot(t)
+	hello := map[string]string{
+		"hello.py":   "print('hi')\n",
+		"hello.js":   "console.log('hi')\n",
+		"hello.sh":   "echo hi\n",
+		"hello.c":    "#include <stdio.h>\nint main(void) { int unused; puts(\"hi\"); return 0; }\n",
+		"hello.cpp":  "#include <iostream>\nint main() { std::cout << \"hi\\n\"; }\n",
+		"hello.go":   "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hi\") }\n",
+		"Hello.java": "public class Hello { public static void main(String[] a) { System.out.println(\"hi\"); } }\n",
+		"hello.rs":   "fn main() { println!(\"hi\"); }\n",
+		"hello.rb":   "puts 'hi'\n",
+		"hello.php":  "<?php echo \"hi\\n\";\n",
+		"hello.f90":  "program hello\n  print '(a)', 'hi'\nend program hello\n",
+	}
+	dir := workdir(t, hello)
+	run := regexp.MustCompile(`(?m)^kiln: (run: )?exit 0; wall [0-9.]+ ms, cpu [0-9.]+ ms, peak memory [0-9.]+ MiB$`)
+	build := regexp.MustCompile(`(?m)^kiln: build: wall [0-9.]+ ms, cpu [0-9.]+ ms, peak memory [0-9.]+ MiB$`)
+	for file := range hello {
+		t.Run(file, func(t *testing.T) {
+			l, err := lang.ByExt(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Available(); err != nil {
+				t.Skip(kiln.Message(err))
+			}
+			r := execKiln(t, invocation{dir: dir}, "run", "--stats", file)
+			if r.code != 0 || r.stdout != "hi\n" || !run.MatchString(r.stderr) {
+				t.Fatalf("kiln run --stats %s: exit %d, stdout %q, stderr:\n%s\nwant hi and a line of stats", file, r.code, r.stdout, r.stderr)
+			}
+			if l.Kind == lang.Program && (!build.MatchString(r.stderr) || !strings.Contains(r.stderr, "kiln: run: ")) {
+				t.Errorf("kiln run --stats %s: stderr:\n%s\nwant the build and the run apart", file, r.stderr)
+			}
+			if file == "hello.c" && !strings.Contains(r.stderr, "kiln: hello.c:2: warning: unused variable") {
+				t.Errorf("kiln run --stats hello.c: stderr:\n%s\nwant the compiler's warning", r.stderr)
+			}
+		})
 	}
 }
