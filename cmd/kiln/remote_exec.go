@@ -18,12 +18,13 @@ import (
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
-const execSynopsis = `kiln exec [--lang L] [--stdin FILE|-] [--timeout 10s] [--json] SESSION [CODE|-]
+const execSynopsis = `kiln exec [--lang L] [--stdin FILE|-] [--timeout 10s] [--save-outputs DIR] [--json] SESSION [CODE|-]
 
 Runs CODE as a cell of SESSION; without CODE, or with "-", the code is
 read from stdin. Output streams as it comes: stdout and stderr to kiln's,
-display outputs as text (an image as a line "[image/png N bytes]"), then
-the error and traceback if any. Put "--" before code that starts with "-".
+display outputs as text (an image as a line "[image/png N bytes]", or
+with --save-outputs saved as DIR/output-N.png), then the error and
+traceback if any. Put "--" before code that starts with "-".
 
 Exit status: 0 when the cell's status is ok, 1 error, 124 timeout,
 130 interrupted, 137 memory_limit or output_limit, 125 when kiln or
@@ -39,6 +40,7 @@ func execCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		stdinFrom string
 		timeout   time.Duration
 		asJSON    bool
+		saveDir   string
 	)
 	fs := newFlagSet("kiln exec", execSynopsis, stderr, &rf)
 	fs.StringVar(&language, "lang", "", "the cell's language (default: the session's first)")
@@ -46,6 +48,7 @@ func execCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.StringVar(&stdinFrom, "stdin", "", "a file whose content is the cell's stdin, or - for kiln's stdin (default: none; reading stdin fails at once)")
 	fs.Var(durationFlag{&timeout}, "timeout", "this cell's wall-clock limit, e.g. 10s (default: the session's)")
 	fs.BoolVar(&asJSON, "json", false, "print the final execution as JSON instead of streaming the output")
+	fs.StringVar(&saveDir, "save-outputs", "", "save image outputs (plots) as files output-N.png, .svg, ... in this `directory`, made if missing; existing files are kept")
 	pos, done, err := positional(fs, args, 1, 2)
 	if done {
 		return err
@@ -86,6 +89,12 @@ func execCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if strings.TrimSpace(req.Code) == "" {
 		return kiln.Errorf(kiln.Invalid, "the code is empty")
 	}
+	var saver *outputSaver
+	if saveDir != "" {
+		if saver, err = newOutputSaver(saveDir); err != nil {
+			return err
+		}
+	}
 	rc, err := rf.connect(stderr)
 	if err != nil {
 		return err
@@ -98,6 +107,15 @@ func execCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if err := printJSON(stdout, x); err != nil {
 			return err
 		}
+		if saver != nil && x.Result != nil {
+			for _, o := range x.Result.Outputs {
+				if _, name, err := saver.save(o); err != nil {
+					fmt.Fprintf(stderr, "kiln: could not save an output: %s\n", reason(err))
+				} else if name != "" {
+					fmt.Fprintf(stderr, "kiln: saved %s\n", name)
+				}
+			}
+		}
 		return execStatus(x)
 	}
 	x, err := rc.ExecStream(ctx, pos[0], req, func(ev client.Event) {
@@ -108,7 +126,7 @@ func execCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			io.WriteString(stderr, ev.Data)
 		case client.EventDisplay:
 			if ev.Output != nil {
-				showOutput(stdout, *ev.Output)
+				saver.show(stdout, stderr, *ev.Output)
 			}
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,5 +144,39 @@ func TestExecInterrupt(t *testing.T) {
 	}
 	if stderr.String() != "kiln: interrupted the cell\n" {
 		t.Errorf("stderr %q", stderr.String())
+	}
+}
+
+// TestExecSaveOutputs: --save-outputs writes each image output to a file
+// of its own, says where, never replaces a file, and refuses a directory
+// it cannot use before the cell runs.
+func TestExecSaveOutputs(t *testing.T) {
+	f := newFakeKiln(t)
+	dir := filepath.Join(t.TempDir(), "plots")
+	png := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" // what the fake's plot() sends, decoded
+	for i, args := range [][]string{
+		{"exec", "--save-outputs", dir, "s1", "plot()"},
+		{"exec", "--save-outputs", dir, "--json", "s1", "plot()"},
+	} {
+		r := f.run(t, "", args...)
+		name := filepath.Join(dir, fmt.Sprintf("output-%d.png", i+1))
+		if r.code != 0 || !strings.Contains(r.stdout+r.stderr, name) {
+			t.Errorf("kiln %q: exit %d, stdout %q, stderr %q; want the saved file %s named", args, r.code, r.stdout, r.stderr, name)
+		}
+		if b, err := os.ReadFile(name); err != nil || string(b) != png {
+			t.Errorf("kiln %q: %s holds %q (%v); want the image %q", args, name, b, err, png)
+		}
+	}
+	if r := f.run(t, "", "exec", "--save-outputs", dir, "s1", "plot()"); !strings.Contains(r.stdout, "[image/png saved to "+filepath.Join(dir, "output-3.png")+"]\n42\n") {
+		t.Errorf("the third run's stdout: %q", r.stdout)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o644)
+	before := len(f.sent())
+	if r := f.run(t, "", "exec", "--save-outputs", file, "s1", "plot()"); r.code != 125 || !strings.Contains(r.stderr, "--save-outputs "+file) {
+		t.Errorf("--save-outputs to a file: exit %d, stderr %q; want 125 and the reason", r.code, r.stderr)
+	}
+	if len(f.sent()) != before {
+		t.Errorf("the cell ran although its outputs could not be saved")
 	}
 }

@@ -98,7 +98,11 @@ func TestServiceWalkthroughs(t *testing.T) {
 		t.Errorf("kiln exec of the mean: want 11.0, got %q", mean)
 	}
 	checkPNG(t, filepath.Join(work, "chart.png"))
-	if h := out.of(t, "kiln history"); strings.Count(h, " ok ") < 2 || !strings.Contains(h, "read_csv") {
+	if o := out.of(t, "--save-outputs"); !strings.Contains(o, "saved to plots/output-1.png") {
+		t.Errorf("kiln exec --save-outputs: want the image's file named, got\n%s", o)
+	}
+	checkPNG(t, filepath.Join(work, "plots", "output-1.png"))
+	if h := out.of(t, "kiln history"); strings.Count(h, " ok ") < 3 || !strings.Contains(h, "read_csv") {
 		t.Errorf("kiln history: want the two cells, ok, got\n%s", h)
 	}
 	if k := out.of(t, "--name laptop"); !strings.Contains(k, "kiln_") {
