@@ -271,3 +271,48 @@ func TestStoreOutage(t *testing.T) {
 		t.Errorf("history after the outage = %+v, want the two acknowledged cells", h.Executions)
 	}
 }
+
+// TestResultSurvivesOutage: a store that fails while a cell runs and is
+// back soon after costs the caller time, not the cell's result.
+func TestResultSurvivesOutage(t *testing.T) {
+	var fs *flakyStore
+	e := newEnv(t, options{wrapStore: func(s store.Store) store.Store { fs = &flakyStore{Store: s}; return fs }})
+	ctx := ctxT(t)
+	c := e.user("carl")
+	s, err := c.CreateSession(ctx, client.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		x   *client.Execution
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		x, err := c.Exec(ctx, s.ID, client.ExecRequest{Code: "import time\ntime.sleep(2)\nprint('ran')"})
+		done <- answer{x, err}
+	}()
+	// The store goes down once the cell is recorded as running, and comes
+	// back after the cell has ended.
+	for {
+		h, err := c.History(ctx, s.ID, 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Executions) == 1 && h.Executions[0].Status == "running" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fs.down.Store(true)
+	time.Sleep(4 * time.Second)
+	fs.down.Store(false)
+	a := <-done
+	if a.err != nil || a.x.Status != "ok" || a.x.Result == nil || a.x.Result.Stdout != "ran\n" {
+		t.Fatalf("the cell across the outage: %+v, %v; want its result", a.x, a.err)
+	}
+	x, err := c.Execution(ctx, a.x.ID)
+	if err != nil || x.Status != "ok" || x.Result == nil || x.Result.Stdout != "ran\n" {
+		t.Errorf("the stored execution: %+v, %v; want the result recorded", x, err)
+	}
+}

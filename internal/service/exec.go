@@ -115,7 +115,7 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req 
 	}
 	end := time.Now()
 	done := context.WithoutCancel(ctx)
-	if err := s.store.FinishExecution(done, u.ID, e.ID, res, end); err != nil {
+	if err := s.finishExecution(done, u.ID, e.ID, res, end); err != nil {
 		return store.Execution{}, err
 	}
 	if len(res.Artifacts) > 0 {
