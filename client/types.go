@@ -77,6 +77,14 @@ type ExecRequest struct {
 	Stdin     *string  `json:"stdin,omitempty"`    // nil: reading stdin fails at once
 	TimeoutMS int64    `json:"timeout_ms,omitempty"`
 	Args      []string `json:"args,omitempty"` // program languages only
+	// FileName is, for a program language, the file name of Code (sol.c,
+	// test.java): diagnostics name it. Code is built outside the workspace
+	// and never written into it. Default main<ext>.
+	FileName string `json:"file_name,omitempty"`
+	// Entry, for a program language, runs the workspace's program whose
+	// entry file this is (a project of several files, built as it is in
+	// the workspace) instead of Code, which must be empty then.
+	Entry string `json:"entry,omitempty"`
 }
 
 // Execution is one cell of a session's history.

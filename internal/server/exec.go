@@ -15,7 +15,7 @@ func cellRequest(req client.ExecRequest) (service.CellRequest, error) {
 		return service.CellRequest{}, kiln.Errorf(kiln.Invalid, "timeout_ms must not be negative")
 	}
 	return service.CellRequest{Language: req.Language, Code: req.Code, Stdin: req.Stdin,
-		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Args: req.Args}, nil
+		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Args: req.Args, Name: req.FileName, Entry: req.Entry}, nil
 }
 
 // exec runs a cell: the answer is the finished execution, or with

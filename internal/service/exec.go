@@ -20,6 +20,8 @@ type CellRequest struct {
 	Stdin    *string       // nil: reading stdin fails at once
 	Timeout  time.Duration // 0: the session's limit
 	Args     []string
+	Name     string // program languages: Code's file name
+	Entry    string // program languages: run this workspace file's program instead of Code
 	// StdinStream, when set, is read as the code asks for input (the
 	// WebSocket's stdin messages); Stdin is ignored then.
 	StdinStream io.Reader
@@ -103,7 +105,7 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req 
 	if ev.Started != nil {
 		ev.Started(e)
 	}
-	res, runErr := sess.Run(ctx, engine.Cell{Language: req.Language, Code: req.Code, Stdin: req.Stdin, StdinStream: req.StdinStream, Timeout: req.Timeout, Args: req.Args}, ev.Events)
+	res, runErr := sess.Run(ctx, engine.Cell{Language: req.Language, Code: req.Code, Stdin: req.Stdin, StdinStream: req.StdinStream, Timeout: req.Timeout, Args: req.Args, Name: req.Name, Entry: req.Entry}, ev.Events)
 	if stopped := s.stoppedUnder(l, req.Language, res, runErr); stopped != nil {
 		res, runErr = *stopped, nil
 	}

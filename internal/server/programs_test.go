@@ -1,0 +1,49 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kiln-dev/kiln/client"
+)
+
+// TestProgramCellsThroughTheAPI: a compiled cell names its file and leaves
+// the user's own main.c alone; a cell with an entry builds the user's
+// project of several files as it is in the workspace.
+func TestProgramCellsThroughTheAPI(t *testing.T) {
+	e := newEnv(t, options{})
+	ctx := ctxT(t)
+	c := e.user("ada")
+	s, err := c.CreateSession(ctx, client.SessionRequest{Languages: []string{"c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"main.c": "#include \"util.h\"\nint main(void) { return twice(21) == 42 ? 0 : 1; }\n",
+		"util.h": "int twice(int n);\n",
+		"util.c": "#include <stdio.h>\nint twice(int n) { printf(\"project\\n\"); return 2 * n; }\n",
+	}
+	for name, data := range files {
+		if _, err := c.Upload(ctx, s.ID, name, strings.NewReader(data), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x, err := c.Exec(ctx, s.ID, client.ExecRequest{Language: "c", FileName: "sol.c", Code: "int main(void) {\n  return y;\n}\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := x.Result; r == nil || r.Error == nil || len(r.Error.Diagnostics) == 0 || r.Error.Diagnostics[0].File != "sol.c" || r.Error.Diagnostics[0].Line != 2 {
+		t.Errorf("a broken sol.c: %+v; want a compile error at sol.c:2", x.Result)
+	}
+	x, err = c.Exec(ctx, s.ID, client.ExecRequest{Language: "c", Entry: "main.c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := x.Result; r == nil || r.Status != "ok" || r.Stdout != "project\n" || len(r.Artifacts) != 0 {
+		t.Errorf("the project by its entry: %+v; want it built from main.c and util.c, printing project, no artifact", x.Result)
+	}
+	var got strings.Builder
+	if _, err := c.Download(ctx, s.ID, "main.c", &got); err != nil || got.String() != files["main.c"] {
+		t.Errorf("the user's main.c is %q (%v); want it unchanged", got.String(), err)
+	}
+}
