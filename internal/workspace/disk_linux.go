@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -177,6 +178,42 @@ func prepareRoot(p string) error {
 		return err
 	}
 	return os.Chmod(p, 0o700)
+}
+
+// busyWait is how long Restore waits for an image's loop device from an
+// earlier mount to clear itself.
+var busyWait = 10 * time.Second
+
+// loopsOf names the loop devices whose backing file is img. Two mounts of
+// one ext4 image through two loop devices would corrupt it, and the last
+// one may be alive in a mount namespace this process does not see: that
+// of a sandbox, or of an earlier run of kiln under systemd, still ending.
+// It reads sysfs only: opening a device could end it early.
+func loopsOf(img string) []string {
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	var devs []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)") == img {
+			devs = append(devs, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(f))))
+		}
+	}
+	return devs
+}
+
+// waitUnused waits up to busyWait for img to have no loop device.
+func waitUnused(img string) error {
+	deadline := time.Now().Add(busyWait)
+	for {
+		devs := loopsOf(img)
+		if len(devs) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the image is still in use by %s (mounted in another mount namespace, say a sandbox of an earlier run that is still ending); try again later", strings.Join(devs, ", "))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // mountImage attaches workspace id's image to a free loop device and

@@ -20,29 +20,14 @@ import (
 
 const mib = 1 << 20
 
-// loopsOf lists the loop devices whose backing file is img (also after
-// img was unlinked).
-func loopsOf(t *testing.T, img string) []string {
-	t.Helper()
-	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	var devs []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err == nil && strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)") == img {
-			devs = append(devs, filepath.Base(filepath.Dir(filepath.Dir(f))))
-		}
-	}
-	return devs
-}
-
 // waitNoLoops waits for the loop devices of img to clear themselves: the
 // last reference to a mount is dropped a little after umount returns.
 func waitNoLoops(t *testing.T, img string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(loopsOf(t, img)) > 0 {
+	for len(loopsOf(img)) > 0 {
 		if time.Now().After(deadline) {
-			t.Errorf("loop devices %v still hold %s", loopsOf(t, img), img)
+			t.Errorf("loop devices %v still hold %s", loopsOf(img), img)
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -97,7 +82,7 @@ func TestDiskCreateUsageRemove(t *testing.T) {
 	if fi, err := os.Stat(d.imagePath(id)); err != nil || fi.Mode() != 0o600 {
 		t.Errorf("image %s: %v, %v; want a file of mode 0600", d.imagePath(id), fi, err)
 	}
-	if devs := loopsOf(t, d.imagePath(id)); len(devs) != 1 {
+	if devs := loopsOf(d.imagePath(id)); len(devs) != 1 {
 		t.Errorf("loop devices of the image: %v, want one", devs)
 	}
 
@@ -270,7 +255,7 @@ func TestDiskRestore(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(p, "sub", "data")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 1234 || fi.Mode() != 0o640 {
 		t.Errorf("after Restore: %v, %v; want owner 1234 and mode 0640", fi, err)
 	}
-	if devs := loopsOf(t, d.imagePath(id)); len(devs) != 1 {
+	if devs := loopsOf(d.imagePath(id)); len(devs) != 1 {
 		t.Errorf("loop devices after Restore: %v, want one", devs)
 	}
 
@@ -338,7 +323,7 @@ func TestDiskRemoveWhileBound(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bind, "still"), []byte("x"), 0o600); err != nil {
 		t.Errorf("the bind lost its filesystem when the workspace was removed: %v", err)
 	}
-	if len(loopsOf(t, d.imagePath(id))) != 1 {
+	if len(loopsOf(d.imagePath(id))) != 1 {
 		t.Errorf("the loop device went while the bind used it")
 	}
 	if err := unix.Unmount(bind, 0); err != nil {
@@ -406,4 +391,49 @@ func TestDiskRestoreBadImage(t *testing.T) {
 		t.Errorf("the broken image is gone: %v", err)
 	}
 	waitNoLoops(t, d.imagePath("bad"))
+}
+
+// TestDiskRestoreRefusesImageInUse: an image still mounted through a loop
+// device elsewhere (a sandbox's or an earlier run's mount namespace) is
+// not mounted a second time, which would corrupt it.
+func TestDiskRestoreRefusesImageInUse(t *testing.T) {
+	d := newKindDir(t, Disk)
+	defer func(w time.Duration) { busyWait = w }(busyWait)
+	busyWait = 200 * time.Millisecond
+	const id = "05ed"
+	p, err := d.Create(id, 2*mib, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other namespace's mount, as a bind elsewhere; then this one's
+	// mount goes, as when the service's own namespace ended.
+	other := filepath.Join(filepath.Dir(d.Root()), "other")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(p, other, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(other, unix.MNT_DETACH)
+	if err := unix.Unmount(p, 0); err != nil {
+		t.Fatal(err)
+	}
+	err = d.Restore(id)
+	if err == nil || !strings.Contains(err.Error(), "still in use by /dev/loop") {
+		t.Fatalf("Restore of an image mounted elsewhere = %v, want a refusal naming the loop device", err)
+	}
+	if d.Exists(id) {
+		t.Error("the image was mounted a second time")
+	}
+	// Once the other mount is gone, Restore mounts it.
+	if err := unix.Unmount(other, 0); err != nil {
+		t.Fatal(err)
+	}
+	busyWait = 10 * time.Second
+	if err := d.Restore(id); err != nil {
+		t.Fatal(err)
+	}
+	if len(loopsOf(d.imagePath(id))) != 1 {
+		t.Errorf("loop devices after Restore: %v, want one", loopsOf(d.imagePath(id)))
+	}
 }

@@ -90,7 +90,11 @@ func (d *Dir) Restore(id string) error {
 	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return kiln.Wrap(kiln.Internal, err, "cannot restore workspace %s", id)
 	}
-	if err := d.mountImage(id, p); err != nil {
+	err := waitUnused(d.imagePath(id))
+	if err == nil {
+		err = d.mountImage(id, p)
+	}
+	if err != nil {
 		return kiln.Wrap(kiln.Internal, err, "cannot mount the image of workspace %s (%s)", id, d.imagePath(id))
 	}
 	return nil
