@@ -36,7 +36,7 @@ var metadataKey = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 const (
 	ReasonDeleted = "deleted"
 	ReasonIdle    = "idle: no activity for the session's idle TTL"
-	ReasonLost    = "workspace lost: the machine restarted since the session was last used"
+	ReasonLost    = "workspace lost: it was kept in memory (tmpfs workspaces), which a restart of the machine, or of kiln in a mount namespace of its own (its systemd unit), empties"
 )
 
 func (s *Service) checkSpec(spec *SessionSpec) error {

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -158,5 +159,62 @@ func waitLoopsGone(t *testing.T, img string) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestTmpfsWorkspaceLostSaysWhy: with tmpfs workspaces, a "reboot" (the
+// mount gone) ends the session with a reason that says what was lost and
+// why, and leaves nothing behind.
+func TestTmpfsWorkspaceLostSaysWhy(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make sandboxes")
+	}
+	ctx := ctxT(t, 2*time.Minute)
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o711)
+	os.Chmod(dir, 0o711)
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "kiln.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	start := func() *Service {
+		t.Helper()
+		b, err := native.New(native.Config{}, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := New(ctx, Config{DataDir: dir, PoolSize: -1, Workspaces: workspace.Tmpfs}, st, engine.New(b, log), log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	svc := start()
+	t.Cleanup(func() { svc.Close(context.Background()) })
+	u := store.User{Name: "bob"}
+	if err := st.CreateUser(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := svc.CreateSession(ctx, u, SessionSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "workspaces", sess.ID)
+	svc.Close(ctx)
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	svc = start()
+	got, err := svc.Session(ctx, u, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.SessionEnded || !strings.Contains(got.EndReason, "tmpfs") || !strings.Contains(got.EndReason, "systemd") {
+		t.Errorf("after the reboot: status %s, reason %q; want ended, saying the tmpfs workspace was lost and when that happens", got.Status, got.EndReason)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the lost workspace's directory is left: %v", err)
 	}
 }
