@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -53,6 +54,17 @@ func (a *Agent) startKernel(spec protocol.Kernel, env []string) (*kernel, error)
 	if err != nil {
 		s.discard()
 		return nil, err
+	}
+	if spec.Source != "" {
+		// The loader on the kernel's command line reads its source first.
+		conn.SetWriteDeadline(time.Now().Add(kernelStartTimeout))
+		_, err = io.WriteString(conn, spec.Source)
+		conn.SetWriteDeadline(time.Time{})
+		if err != nil {
+			conn.Close()
+			s.discard()
+			return nil, fmt.Errorf("the %s kernel did not take its source: %w", spec.Language, err)
+		}
 	}
 	k := &kernel{
 		lang:  spec.Language,

@@ -55,7 +55,8 @@ func (s *Session) kernelFor(l *lang.Language, spec kernels.Spec) protocol.Kernel
 		return protocol.Kernel{Language: l.Name}
 	}
 	s.told[l.Name] = true
-	return protocol.Kernel{Language: l.Name, Argv: spec.Argv, Env: append(append([]string{}, l.Env...), spec.Env...)}
+	argv, source := spec.Boot()
+	return protocol.Kernel{Language: l.Name, Argv: argv, Source: source, Env: append(append([]string{}, l.Env...), spec.Env...)}
 }
 
 func (s *Session) setCancel(c context.CancelFunc) {

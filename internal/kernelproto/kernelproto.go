@@ -8,7 +8,9 @@
 // attributes to the cell that is running; its stdin (fd 0) is empty (see
 // Stdin below). A kernel runs one cell at a time.
 //
-// The kernel speaks first, with Ready. Then:
+// A kernel started through a loader (kernels.Spec.Boot) first reads its
+// own source from fd 3: a header line of byte lengths, then the parts. The
+// kernel then speaks first, with Ready. Then:
 //
 //	agent → kernel   {"type":"execute","cell":"c1","code":"1+1"}
 //	kernel → agent   {"type":"execute_result","cell":"c1","data":{"text/plain":"2"}}

@@ -14,9 +14,11 @@ type (
 	cellResult  = kerneltest.Result
 )
 
+// startLocal starts a kernel as the agent does: its source on fd 3.
 func startLocal(t testing.TB, spec Spec, dir string) *localKernel {
 	t.Helper()
-	return kerneltest.Start(t, spec.Argv, spec.Env, dir)
+	argv, payload := spec.Boot()
+	return kerneltest.StartBoot(t, argv, spec.Env, payload, dir)
 }
 
 func text(t testing.TB, d kernelproto.Display) string { return kerneltest.Text(t, d) }

@@ -2,9 +2,10 @@ package kernels
 
 import _ "embed"
 
-// nodeKernel is the JavaScript and TypeScript kernel. It travels on node's
-// command line (-e), so the sandbox needs nothing but the node binary and,
-// for TypeScript, the compiler. KILN_KERNEL_LANG picks the language.
+// nodeKernel is the JavaScript and TypeScript kernel, inline as node's -e
+// program (Spec.Boot moves it to fd 3), so the sandbox needs nothing but
+// the node binary and, for TypeScript, the compiler. KILN_KERNEL_LANG
+// picks the language.
 //
 //go:embed node/kernel.js
 var nodeKernel string

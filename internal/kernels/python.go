@@ -2,9 +2,10 @@ package kernels
 
 import _ "embed"
 
-// pythonSource is the Python kernel (python/kernel.py). It travels on the
-// command line, so it stays well under Linux's 128 KiB limit on one
-// argument.
+// pythonSource is the Python kernel (python/kernel.py). Spec.Argv carries it
+// inline, as -c's program (which keeps it under Linux's 128 KiB limit on
+// one argument, for tests that run it so); the agent gets it through
+// Spec.Boot.
 //
 // What it does, beyond package kernelproto:
 //   - User code runs in its own module, installed as __main__ (so pickle

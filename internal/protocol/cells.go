@@ -32,11 +32,16 @@ type InputRequest struct {
 const MaxPrompt = 1 << 10
 
 // Kernel says how to start a language's kernel if it is not running. The
-// agent remembers it: later requests may leave Argv and Env empty.
+// agent remembers it: later requests may leave Argv and Env empty. Source,
+// when set, is written to the kernel's fd 3 as soon as it starts, before
+// its Ready: Argv is then a loader that reads the kernel's source from
+// there (kernels.Spec.Boot), so that the source is not on the command
+// line.
 type Kernel struct {
 	Language string   `json:"language"`
 	Argv     []string `json:"argv"`
 	Env      []string `json:"env,omitempty"`
+	Source   string   `json:"source,omitempty"`
 }
 
 // Cell runs code in a kernel. Signal (SIGINT) with the cell's id

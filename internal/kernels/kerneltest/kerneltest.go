@@ -54,6 +54,14 @@ type Result struct {
 // stops the kernel when the test ends.
 func Start(t testing.TB, argv, env []string, dir string) *Kernel {
 	t.Helper()
+	return StartBoot(t, argv, env, "", dir)
+}
+
+// StartBoot starts a kernel whose loader reads payload from fd 3 first, as
+// the agent starts it (kernels.Spec.Boot); with an empty payload it is
+// Start.
+func StartBoot(t testing.TB, argv, env []string, payload, dir string) *Kernel {
+	t.Helper()
 	if len(argv) == 0 {
 		t.Fatal("the kernel has no argv")
 	}
@@ -88,6 +96,13 @@ func Start(t testing.TB, argv, env []string, dir string) *Kernel {
 	theirs.Close()
 	outW.Close()
 	errW.Close()
+	if payload != "" {
+		ch.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		if _, err := io.WriteString(ch, payload); err != nil {
+			t.Fatalf("sending the kernel its source: %v", err)
+		}
+		ch.SetWriteDeadline(time.Time{})
+	}
 	k.WG.Add(2)
 	go k.pump(outR, &k.Stdout)
 	go k.pump(errR, &k.Stderr)

@@ -1,5 +1,6 @@
 // kiln's JavaScript and TypeScript REPL kernel. It runs as
-// `node -e <this source>` and speaks package kernelproto on fd 3;
+// `node -e <this source>` (or from a loader that read it from fd 3:
+// kernels.Spec.Boot) and speaks package kernelproto on fd 3;
 // KILN_KERNEL_LANG (javascript or typescript) says which language, and
 // KILN_TYPESCRIPT where the TypeScript compiler lives.
 //

@@ -1,6 +1,7 @@
 # kiln's Python REPL kernel. It speaks package kernelproto on fd 3: newline-
 # delimited JSON, Ready first, then one Execute, Complete or Check at a time.
-# It runs from the command line (python3 -u -c <this file>), so it imports
+# It runs as -c's program (python3 -u -c <this file>, or a loader that read
+# it from fd 3: kernels.Spec.Boot), so it imports
 # only what it needs before Ready and the rest on first use.
 #
 # User code runs in its own module, installed as sys.modules["__main__"]; the
