@@ -11,7 +11,7 @@
 //	GET    /v1/health/live                  liveness (no key)
 //	GET    /v1/health/ready                 readiness (no key)
 //	GET    /v1/openapi.json                 this API (no key)
-//	GET    /metrics                         Prometheus metrics (admin key; no key on kiln serve --metrics-addr)
+//	GET    /metrics                         Prometheus metrics (admin key or a "metrics" scoped key; no key on kiln serve --metrics-addr)
 //	GET    /v1/languages                    []Language
 //	POST   /v1/run                          RunRequest -> RunResult
 //	POST   /v1/sessions                     SessionRequest -> Session (201)

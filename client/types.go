@@ -237,6 +237,9 @@ type KeyRequest struct {
 	// working then; neither: the key works until revoked.
 	ExpiresInSeconds int64      `json:"expires_in_seconds,omitempty"`
 	ExpiresAt        *time.Time `json:"expires_at,omitempty"`
+	// Scope "metrics" makes a key (of an admin) that may only read
+	// GET /metrics, for Prometheus; empty: everything its user may do.
+	Scope string `json:"scope,omitempty"`
 }
 
 // Key is an API key's record. Secret is set only in the answer that
@@ -251,6 +254,7 @@ type Key struct {
 	LastUsed *time.Time `json:"last_used,omitempty"`
 	Revoked  *time.Time `json:"revoked,omitempty"`
 	Expires  *time.Time `json:"expires,omitempty"` // absent: never
+	Scope    string     `json:"scope,omitempty"`   // absent: everything its user may do
 }
 
 // Problem is every error answer (application/problem+json, RFC 9457).

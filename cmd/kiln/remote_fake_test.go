@@ -447,7 +447,7 @@ func (f *fakeKiln) getUser(w http.ResponseWriter, r *http.Request, _ []byte) {
 func (f *fakeKiln) createKey(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req client.KeyRequest
 	json.Unmarshal(body, &req)
-	k := client.Key{ID: "k-new", UserID: "u1", Name: req.Name, Prefix: "kiln_Zx9", Secret: "kiln_Zx9_thesecret", Created: t0}
+	k := client.Key{ID: "k-new", UserID: "u1", Name: req.Name, Prefix: "kiln_Zx9", Secret: "kiln_Zx9_thesecret", Created: t0, Scope: req.Scope}
 	if req.ExpiresInSeconds > 0 {
 		exp := t0.Add(time.Duration(req.ExpiresInSeconds) * time.Second)
 		k.Expires = &exp
@@ -459,6 +459,6 @@ func (f *fakeKiln) listKeys(w http.ResponseWriter, r *http.Request, _ []byte) {
 	used, revoked, expires := t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(24*time.Hour)
 	answer(w, 200, []client.Key{
 		{ID: "k1", UserID: "u1", Name: "laptop", Prefix: "kiln_Ab1", Created: t0, LastUsed: &used, Expires: &expires},
-		{ID: "k2", UserID: "u1", Prefix: "kiln_Cd2", Created: t0, Revoked: &revoked},
+		{ID: "k2", UserID: "u1", Prefix: "kiln_Cd2", Created: t0, Revoked: &revoked, Scope: "metrics"},
 	})
 }

@@ -11,7 +11,7 @@ import (
 )
 
 const keyUsage = `Usage:
-  kiln key create [--user ID] [--name N] [--expires D]
+  kiln key create [--user ID] [--name N] [--expires D] [--scope metrics]
                                              make an API key; prints its secret once
   kiln key ls [--user ID]                    a user's keys (no secrets)
   kiln key revoke [--user ID] KEYID          revoke a key
@@ -44,13 +44,15 @@ func keyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var (
 		rf         remoteFlags
 		user, name string
+		scope      string
 		expires    time.Duration
 		asJSON     bool
 	)
-	fs := newFlagSet("kiln key create", "kiln key create [--user ID] [--name N] [--expires D] [--json]", stderr, &rf)
+	fs := newFlagSet("kiln key create", "kiln key create [--user ID] [--name N] [--expires D] [--scope metrics] [--json]", stderr, &rf)
 	fs.StringVar(&user, "user", "me", "the user who will own the key")
 	fs.StringVar(&name, "name", "", "a name to recognize the key by, e.g. ci")
 	fs.DurationVar(&expires, "expires", 0, "the key stops working after this long, e.g. 24h or 90m (default: never)")
+	fs.StringVar(&scope, "scope", "", `"metrics": the key may only read /metrics, for Prometheus (an admin's key); default: everything its user may do`)
 	fs.BoolVar(&asJSON, "json", false, "print the key, with its secret, as JSON")
 	if _, done, err := positional(fs, args, 0, 0); done {
 		return err
@@ -62,7 +64,7 @@ func keyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	k, err := rc.CreateKeyWith(ctx, user, client.KeyRequest{Name: name, ExpiresInSeconds: int64(expires / time.Second)})
+	k, err := rc.CreateKeyWith(ctx, user, client.KeyRequest{Name: name, ExpiresInSeconds: int64(expires / time.Second), Scope: scope})
 	if err != nil {
 		return rc.fail(err)
 	}
@@ -101,9 +103,9 @@ func keyList(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if asJSON {
 		return printJSON(stdout, nonNil(keys))
 	}
-	t := newTable(stdout, "ID", "NAME", "PREFIX", "CREATED", "LAST USED", "EXPIRES", "REVOKED")
+	t := newTable(stdout, "ID", "NAME", "PREFIX", "SCOPE", "CREATED", "LAST USED", "EXPIRES", "REVOKED")
 	for _, k := range keys {
-		t.row(k.ID, first(k.Name, "-"), k.Prefix, stamp(k.Created), stampPtr(k.LastUsed), stampPtr(k.Expires), stampPtr(k.Revoked))
+		t.row(k.ID, first(k.Name, "-"), k.Prefix, first(k.Scope, "all"), stamp(k.Created), stampPtr(k.LastUsed), stampPtr(k.Expires), stampPtr(k.Revoked))
 	}
 	t.flush()
 	return nil

@@ -10,7 +10,7 @@ func TestKeyCommands(t *testing.T) {
 	f.goldenCases(t, []cliCase{
 		{"key-create", "", []string{"key", "create", "--name", "ci"}},
 		{"key-create-json", "", []string{"key", "create", "--user", "u1", "--json"}},
-		{"key-create-expires", "", []string{"key", "create", "--expires", "24h", "--json"}},
+		{"key-create-expires", "", []string{"key", "create", "--expires", "24h", "--scope", "metrics", "--json"}},
 		{"key-ls", "", []string{"key", "ls"}},
 		{"key-revoke", "", []string{"key", "revoke", "k1", "--user", "u1"}},
 		{"user-create", "", []string{"user", "create", "eve", "--admin"}},
@@ -39,7 +39,7 @@ func TestKeyCommands(t *testing.T) {
 	if b := string(f.body("POST /v1/users")); b != `{"name":"eve","admin":true}` {
 		t.Errorf("user create sent %s", b)
 	}
-	if b := string(f.body("POST /v1/users/me/keys")); b != `{"expires_in_seconds":86400}` {
+	if b := string(f.body("POST /v1/users/me/keys")); b != `{"expires_in_seconds":86400,"scope":"metrics"}` {
 		t.Errorf("key create --expires 24h sent %s", b)
 	}
 	if r := f.run(t, "", "key", "create", "--expires", "-1h"); r.code != 125 || !strings.Contains(r.stderr, "--expires") {

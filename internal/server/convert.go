@@ -49,7 +49,7 @@ func fromUser(u store.User) client.User {
 
 func fromKey(k store.APIKey) client.Key {
 	return client.Key{ID: k.ID, UserID: k.UserID, Name: k.Name, Prefix: k.Prefix, Created: k.Created,
-		LastUsed: optTime(k.LastUsed), Revoked: optTime(k.Revoked), Expires: optTime(k.Expires)}
+		LastUsed: optTime(k.LastUsed), Revoked: optTime(k.Revoked), Expires: optTime(k.Expires), Scope: k.Scope}
 }
 
 func fromFileInfo(dir string, fi protocol.FileInfo) client.FileInfo {

@@ -115,3 +115,39 @@ func TestKeyExpiry(t *testing.T) {
 		t.Errorf("expires_at: %+v, %v; want it to expire at %v", k2, err, future)
 	}
 }
+
+// TestMetricsKeyScope: a key with scope metrics reads the metrics and
+// nothing else, so Prometheus holds no key that can make users.
+func TestMetricsKeyScope(t *testing.T) {
+	e := newEnv(t, options{})
+	ctx := ctxT(t)
+	k, err := e.admin.CreateKeyWith(ctx, "me", client.KeyRequest{Name: "prometheus", Scope: "metrics"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Scope != "metrics" {
+		t.Errorf("key scope %q, want metrics", k.Scope)
+	}
+	if resp, p := raw(t, "GET", e.url+"/metrics", k.Secret, "", ""); resp.StatusCode != 200 {
+		t.Errorf("GET /metrics with a metrics key: %d %+v", resp.StatusCode, p)
+	}
+	for _, tc := range []struct{ method, path, body string }{
+		{"GET", "/v1/sessions", ""},
+		{"GET", "/v1/users", ""},
+		{"POST", "/v1/users", `{"name":"mallory","admin":true}`},
+		{"POST", "/v1/users/me/keys", `{}`},
+	} {
+		resp, p := raw(t, tc.method, e.url+tc.path, k.Secret, "application/json", tc.body)
+		if resp.StatusCode != 403 || p.Code != "forbidden" || !strings.Contains(p.Detail, "only read GET /metrics") {
+			t.Errorf("%s %s with a metrics key: %d %+v, want 403", tc.method, tc.path, resp.StatusCode, p)
+		}
+	}
+	u, err := e.admin.CreateUser(ctx, client.UserRequest{Name: "nonadmin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.admin.CreateKeyWith(ctx, u.ID, client.KeyRequest{Scope: "metrics"})
+	wantProblem(t, "a metrics key for a non-admin", err, 400, "invalid")
+	_, err = e.admin.CreateKeyWith(ctx, "me", client.KeyRequest{Scope: "root"})
+	wantProblem(t, "an unknown scope", err, 400, "invalid")
+}

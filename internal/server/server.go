@@ -178,6 +178,9 @@ func (s *Server) handle(pattern string, h handler) {
 		c, err := s.authenticate(r)
 		if err == nil {
 			noteUser(w, c.user.ID)
+			err = checkScope(r, c.key)
+		}
+		if err == nil {
 			err = s.limits.allow(c.user.ID, c.key.ID)
 			if err != nil {
 				s.svc.Metrics().Rejected("rate_limit")
@@ -245,6 +248,14 @@ func (s *Server) authenticate(r *http.Request) (*call, error) {
 		return nil, err
 	}
 	return &call{user: u, key: k}, nil
+}
+
+// checkScope refuses a scoped key outside its scope.
+func checkScope(r *http.Request, k store.APIKey) error {
+	if k.Scope == store.ScopeMetrics && r.Pattern != "GET /metrics" {
+		return kiln.Errorf(kiln.Forbidden, "this API key has scope %q: it may only read GET /metrics", k.Scope)
+	}
+	return nil
 }
 
 // clientAddr is the peer's IP address, without the port. A forwarded

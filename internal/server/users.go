@@ -6,6 +6,7 @@ import (
 
 	"github.com/kiln-dev/kiln/client"
 	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/service"
 	"github.com/kiln-dev/kiln/internal/store"
 )
 
@@ -65,7 +66,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	k, err := s.svc.CreateKey(r.Context(), c.user, r.PathValue("id"), req.Name, expires)
+	k, err := s.svc.CreateKey(r.Context(), c.user, r.PathValue("id"), req.Name, service.KeyOptions{Expires: expires, Scope: req.Scope})
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func (s *Service) Bootstrap(ctx context.Context) (string, error) {
 	if err := s.store.CreateUser(ctx, &u); err != nil {
 		return "", err
 	}
-	k, err := s.createKey(ctx, u, u.ID, "bootstrap", time.Time{})
+	k, err := s.createKey(ctx, u, u.ID, "bootstrap", KeyOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -136,9 +136,16 @@ type NewKey struct {
 // Secret is the key itself, shown once.
 func (k NewKey) Secret() string { return k.secret }
 
+// KeyOptions are what a new key may carry beyond its name.
+type KeyOptions struct {
+	Expires time.Time // zero: never
+	Scope   string    // store.ScopeAll or store.ScopeMetrics
+}
+
 // CreateKey makes an API key for a user (the caller itself, or anyone for
-// an admin) that expires at expires (zero: never).
-func (s *Service) CreateKey(ctx context.Context, caller store.User, userID, name string, expires time.Time) (NewKey, error) {
+// an admin). A metrics-scoped key may only read the metrics, so it must
+// belong to an admin, who may read them.
+func (s *Service) CreateKey(ctx context.Context, caller store.User, userID, name string, opt KeyOptions) (NewKey, error) {
 	id, err := s.subject(caller, userID)
 	if err != nil {
 		return NewKey{}, err
@@ -150,17 +157,26 @@ func (s *Service) CreateKey(ctx context.Context, caller store.User, userID, name
 	if err != nil {
 		return NewKey{}, err
 	}
-	return s.createKey(ctx, caller, u.ID, name, expires)
+	switch opt.Scope {
+	case store.ScopeAll:
+	case store.ScopeMetrics:
+		if !u.Admin {
+			return NewKey{}, kiln.Errorf(kiln.Invalid, "a key with scope %q must belong to an admin (only admins may read the metrics)", opt.Scope)
+		}
+	default:
+		return NewKey{}, kiln.Errorf(kiln.Invalid, "key scope %q is not one of \"\" (everything the user may do) or %q", trunc(opt.Scope, 40), store.ScopeMetrics)
+	}
+	return s.createKey(ctx, caller, u.ID, name, opt)
 }
 
-func (s *Service) createKey(ctx context.Context, caller store.User, userID, name string, expires time.Time) (NewKey, error) {
+func (s *Service) createKey(ctx context.Context, caller store.User, userID, name string, opt KeyOptions) (NewKey, error) {
 	secret := newKey()
-	k := store.APIKey{UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+6], Hash: store.HashKey(secret), Expires: expires}
+	k := store.APIKey{UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+6], Hash: store.HashKey(secret), Expires: opt.Expires, Scope: opt.Scope}
 	if err := s.store.CreateAPIKey(ctx, &k); err != nil {
 		return NewKey{}, err
 	}
 	s.audit(ctx, store.AuditEntry{UserID: caller.ID, Action: "key.create", Outcome: "ok",
-		Detail: jsonDetail(map[string]any{"user": userID, "key": k.ID, "name": name})})
+		Detail: jsonDetail(map[string]any{"user": userID, "key": k.ID, "name": name, "scope": opt.Scope})})
 	return NewKey{APIKey: k, secret: secret}, nil
 }
 

@@ -153,7 +153,14 @@ type APIKey struct {
 	LastUsed time.Time // zero: never
 	Revoked  time.Time // zero: not revoked
 	Expires  time.Time // zero: never
+	Scope    string    // ScopeAll or ScopeMetrics
 }
+
+// Key scopes: what a key may do beyond its user's rights.
+const (
+	ScopeAll     = ""        // everything its user may do
+	ScopeMetrics = "metrics" // only read the metrics (GET /metrics)
+)
 
 // Expired reports whether the key has expired at t.
 func (k APIKey) Expired(t time.Time) bool { return !k.Expires.IsZero() && !t.Before(k.Expires) }

@@ -53,12 +53,12 @@ func (s *DB) ListUsers(ctx context.Context, p Page) ([]User, string, error) {
 	return us, next, nil
 }
 
-const keyCols = `id, user_id, name, prefix, hash, created, last_used, revoked, expires`
+const keyCols = `id, user_id, name, prefix, hash, created, last_used, revoked, expires, scope`
 
 func scanKey(r scanner) (APIKey, error) {
 	var k APIKey
 	var created, used, revoked, expires int64
-	err := r.Scan(&k.ID, &k.UserID, &k.Name, &k.Prefix, &k.Hash, &created, &used, &revoked, &expires)
+	err := r.Scan(&k.ID, &k.UserID, &k.Name, &k.Prefix, &k.Hash, &created, &used, &revoked, &expires, &k.Scope)
 	k.Created, k.LastUsed, k.Revoked, k.Expires = fromNanos(created), fromNanos(used), fromNanos(revoked), fromNanos(expires)
 	return k, err
 }
@@ -78,8 +78,8 @@ func (s *DB) CreateAPIKey(ctx context.Context, k *APIKey) error {
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = $1`, k.UserID).Scan(&exists); err != nil {
 			return one(err, "create api key")
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (`+keyCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			k.ID, k.UserID, k.Name, k.Prefix, k.Hash, nanos(k.Created), nanos(k.LastUsed), nanos(k.Revoked), nanos(k.Expires))
+		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (`+keyCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			k.ID, k.UserID, k.Name, k.Prefix, k.Hash, nanos(k.Created), nanos(k.LastUsed), nanos(k.Revoked), nanos(k.Expires), k.Scope)
 		return s.conflict(err, "create api key")
 	})
 }

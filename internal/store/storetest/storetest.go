@@ -209,12 +209,15 @@ func testAPIKeys(t *testing.T, s store.Store) {
 	// An expiring key keeps its expiry, and is still found after it: the
 	// service tells an expired key from an unknown one.
 	const secret2 = "kiln_expiring0123456789"
-	k2 := store.APIKey{UserID: b.ID, Name: "ci", Prefix: secret2[:9], Hash: store.HashKey(secret2), Created: at(8), Expires: at(9)}
+	k2 := store.APIKey{UserID: b.ID, Name: "ci", Prefix: secret2[:9], Hash: store.HashKey(secret2), Created: at(8), Expires: at(9), Scope: store.ScopeMetrics}
 	must(t, "create expiring key", s.CreateAPIKey(ctx, &k2))
 	got, err = s.APIKeyByHash(ctx, k2.Hash)
 	must(t, "expiring key by hash", err)
 	if !got.Expires.Equal(at(9)) || got.Expired(at(8)) || !got.Expired(at(9)) {
 		t.Errorf("expiring key: Expires = %v, want %v, expired from then on", got.Expires, at(9))
+	}
+	if got.Scope != store.ScopeMetrics {
+		t.Errorf("scoped key: Scope = %q, want %q", got.Scope, store.ScopeMetrics)
 	}
 	if ks, _ := s.ListAPIKeys(ctx, b.ID); len(ks) != 1 || !ks[0].Expires.Equal(at(9)) {
 		t.Errorf("ListAPIKeys(b) = %+v, want the key expiring at %v", ks, at(9))
