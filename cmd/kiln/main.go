@@ -62,6 +62,7 @@ Usage:
   kiln run [flags] --lang L -c CODE      run code given on the command line
   kiln run [flags] --lang L -            run code read from stdin
   kiln repl [flags] LANGUAGE             an interactive session (state kept between cells)
+  kiln repl --server URL SESSION         the same on a session of a kiln server (remote)
   kiln languages                         every language, its runtime and version
   kiln doctor                            what this host supports and lacks
   kiln bench [flags]                     measure sandbox overhead and throughput

@@ -36,6 +36,19 @@ A cell runs when it is complete; an open block asks for more lines, and an
 empty line ends a block. In program languages an empty line ends the program.
 `
 
+const replUsage = `Usage: kiln repl [flags] LANGUAGE
+       kiln repl --server URL [--key KEY] [--lang L] SESSION
+
+The first form starts a session in a fresh sandbox on this machine (root
+needed) and ends it on leaving. The second works in SESSION of a kiln
+server (see kiln session create), from any machine and without root;
+the session stays when you leave.
+
+Languages: %s
+
+Flags:
+`
+
 // replCmd is `kiln repl LANG`: an interactive session on the terminal.
 func replCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	// In a REPL, Ctrl-C interrupts a cell (see cell) instead of ending kiln,
@@ -44,12 +57,17 @@ func replCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs := flag.NewFlagSet("kiln repl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		lim  kiln.Limits
-		cpus float64
+		lim      kiln.Limits
+		cpus     float64
+		rf       remoteFlags
+		language string
 	)
 	addLimitFlags(fs, &lim, &cpus)
+	fs.StringVar(&rf.server, "server", "", "work in SESSION of the kiln server at this URL instead of a local sandbox")
+	fs.StringVar(&rf.key, "key", "", "API key for --server (default: $KILN_KEY or the config file, as in kiln exec -h)")
+	fs.StringVar(&language, "lang", "", "with --server: the cell language (default: the session's first)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: kiln repl [flags] LANGUAGE\n\nLanguages: %s\n\nFlags:\n", strings.Join(lang.Names(), ", "))
+		fmt.Fprintf(stderr, replUsage, strings.Join(lang.Names(), ", "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -57,6 +75,16 @@ func replCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return nil
 		}
 		return errUsage
+	}
+	if rf.server != "" {
+		return remoteRepl(ctx, fs, rf, language, stdin, stdout, stderr)
+	}
+	for _, name := range []string{"key", "lang"} {
+		if flagSet(fs, name) {
+			fmt.Fprintf(stderr, "kiln repl: --%s goes with --server; a local REPL takes the language as its argument\n\n", name)
+			fs.Usage()
+			return errUsage
+		}
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprint(stderr, "kiln repl: give one language, e.g. kiln repl python\n\n")
@@ -87,20 +115,81 @@ func replCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer sess.Close(context.Background())
 	// The renderer makes its directory for images when the first comes.
-	r := &repl{lang: l, sess: sess, stdout: stdout, stderr: stderr,
+	r := &repl{lang: l, sess: localSession{sess}, stdout: stdout, stderr: stderr,
 		render: &renderer{stdout: stdout, stderr: stderr, artifactHint: ":get %s to copy it here"}}
+	return r.start(ctx, stdin)
+}
+
+// start reads cells from a terminal with line editing, else line by line.
+func (r *repl) start(ctx context.Context, stdin io.Reader) error {
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		return r.interactive(ctx, f)
 	}
 	return r.batch(ctx, stdin)
 }
 
+// flagSet reports whether the flag name was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 type repl struct {
 	lang   *lang.Language
-	sess   *engine.Session
+	sess   replSession
+	where  string // "in a fresh sandbox", or the server's address
 	stdout io.Writer
 	stderr io.Writer
 	render *renderer
+}
+
+// replSession is what the REPL needs of a session: a local one in a
+// sandbox of this machine, or one on a kiln server.
+type replSession interface {
+	ID() string
+	// Complete reports whether code is a whole cell of language.
+	Complete(ctx context.Context, language, code string) bool
+	Run(ctx context.Context, c engine.Cell, ev engine.Events) (kiln.CellResult, error)
+	Interrupt() error
+	Restart(ctx context.Context, language string) error
+	List(ctx context.Context, dir string) ([]replEntry, error)
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	WriteFile(ctx context.Context, path string, data []byte) error
+}
+
+// replEntry is one line of :files.
+type replEntry struct {
+	Type, Name string
+	Size       int64
+}
+
+// localSession is a session in a sandbox of this machine.
+type localSession struct{ *engine.Session }
+
+func (s localSession) Complete(ctx context.Context, language, code string) bool {
+	res, err := s.Check(ctx, language, code)
+	return err != nil || res.Status != "incomplete" // an error: let the run report it
+}
+
+func (s localSession) List(ctx context.Context, dir string) ([]replEntry, error) {
+	ents, err := s.Agent().List(ctx, dir)
+	out := make([]replEntry, 0, len(ents))
+	for _, e := range ents {
+		out = append(out, replEntry{Type: e.Type, Name: e.Name, Size: e.Size})
+	}
+	return out, err
+}
+
+func (s localSession) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	return s.Agent().ReadFile(ctx, path, engine.MaxFilesBytes)
+}
+
+func (s localSession) WriteFile(ctx context.Context, path string, data []byte) error {
+	if err := engine.ValidatePath(path); err != nil {
+		return err
+	}
+	return s.Agent().WriteFile(ctx, path, data, 0o644)
 }
 
 func (r *repl) prompts() (string, string) {
@@ -138,7 +227,11 @@ func (r *repl) interactive(ctx context.Context, tty *os.File) error {
 		io.Writer
 	}{keys, r.stdout}
 	t := term.NewTerminal(rw, first)
-	fmt.Fprintf(r.stdout, "kiln repl: %s in a fresh sandbox (session %s). Ctrl-C interrupts, Ctrl-D exits, :help for commands.\n", r.lang.Name, r.sess.ID())
+	where := r.where
+	if where == "" {
+		where = "in a fresh sandbox"
+	}
+	fmt.Fprintf(r.stdout, "kiln repl: %s %s (session %s). Ctrl-C interrupts, Ctrl-D exits, :help for commands.\n", r.lang.Name, where, r.sess.ID())
 	var buf []string
 	for {
 		if len(buf) == 0 {
@@ -218,11 +311,7 @@ func (r *repl) ready(ctx context.Context, buf []string) (string, bool) {
 	if r.lang.Kind == lang.Program || strings.TrimSpace(last) == "" {
 		return code, r.lang.Kind != lang.Program || strings.TrimSpace(last) == ""
 	}
-	res, err := r.sess.Check(ctx, r.lang.Name, code)
-	if err != nil {
-		return code, true // let the run report the problem
-	}
-	return code, res.Status != "incomplete"
+	return code, r.sess.Complete(ctx, r.lang.Name, code)
 }
 
 // cell runs code, with Ctrl-C (SIGINT to kiln) interrupting it.
@@ -263,7 +352,7 @@ func (r *repl) command(ctx context.Context, line string) bool {
 		}
 		return def
 	}
-	a := r.sess.Agent()
+	a := r.sess
 	var err error
 	switch f[0] {
 	case ":quit", ":q", ":exit":
@@ -285,7 +374,7 @@ func (r *repl) command(ctx context.Context, line string) bool {
 			err = kiln.Errorf(kiln.Invalid, "usage: :get PATH [LOCAL]")
 			break
 		}
-		data, gerr := a.ReadFile(ctx, f[1], engine.MaxFilesBytes)
+		data, gerr := a.ReadFile(ctx, f[1])
 		if err = gerr; err == nil {
 			local := arg(2, filepath.Base(f[1]))
 			if err = os.WriteFile(local, data, 0o644); err == nil {
@@ -299,10 +388,7 @@ func (r *repl) command(ctx context.Context, line string) bool {
 		}
 		data, rerr := readFileLimited(f[1], engine.MaxFilesBytes)
 		if err = rerr; err == nil {
-			dest := arg(2, filepath.Base(f[1]))
-			if err = engine.ValidatePath(dest); err == nil {
-				err = a.WriteFile(ctx, dest, data, 0o644)
-			}
+			err = a.WriteFile(ctx, arg(2, filepath.Base(f[1])), data)
 		}
 	case ":load":
 		if len(f) < 2 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,5 +141,61 @@ func TestReplLeavesNoTempDir(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		t.Errorf("kiln repl left %d entries in $TMPDIR, e.g. %s", len(ents), ents[0].Name())
+	}
+}
+
+// TestRemoteRepl: kiln repl --server runs cells of a server's session,
+// their output on kiln's streams, and moves files with :get and :put.
+func TestRemoteRepl(t *testing.T) {
+	f := newFakeKiln(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("TMPDIR", t.TempDir()) // where the plot's image goes
+	os.WriteFile("local.txt", []byte("from here\n"), 0o644)
+	in := "print('hi')\n:files\n:get notes.txt\n:put local.txt up.txt\nplot()\n"
+	r := f.run(t, in, "repl", "--server", f.srv.URL, "s1")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"hi\n", "notes.txt", "copied notes.txt to notes.txt", "drawing\n", "[image/png saved to "} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "hello\n" {
+		t.Errorf(":get notes.txt wrote %q (%v)", b, err)
+	}
+	if got := f.files["up.txt"]; string(got) != "from here\n" {
+		t.Errorf(":put local.txt up.txt sent %q", got)
+	}
+	var cells []string
+	for _, s := range f.sent() {
+		if s == "POST /v1/sessions/s1/executions" {
+			cells = append(cells, s)
+		}
+	}
+	if len(cells) != 2 {
+		t.Errorf("%d cells sent, want 2 (print, plot): %q", len(cells), f.sent())
+	}
+}
+
+// TestRemoteReplRefusals: what does not go with a remote session is
+// refused with a usage error that says why.
+func TestRemoteReplRefusals(t *testing.T) {
+	f := newFakeKiln(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+		code int
+	}{
+		{[]string{"repl", "--server", f.srv.URL}, "give one session id", 2},
+		{[]string{"repl", "--server", f.srv.URL, "--memory", "1G", "s1"}, "--memory does not go with --server", 2},
+		{[]string{"repl", "--lang", "python", "python"}, "--lang goes with --server", 2},
+		{[]string{"repl", "--server", f.srv.URL, "s9"}, "no session s9", 125},
+	} {
+		r := f.run(t, "", tt.args...)
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("kiln %q: exit %d, stderr %q; want exit %d and %q", tt.args, r.code, r.stderr, tt.code, tt.want)
+		}
 	}
 }

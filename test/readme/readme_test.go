@@ -66,7 +66,7 @@ func TestServiceWalkthroughs(t *testing.T) {
 	work := t.TempDir()
 
 	// The curl walkthrough.
-	out := runBlock(t, blocks[0], work, url, key)
+	out := runBlock(t, blocks[0], work, url, key, "")
 	mean := out.of(t, "df.temp.mean()")
 	if !strings.Contains(mean, `"status":"ok"`) || !strings.Contains(mean, "11.0") {
 		t.Errorf("the mean of the temperatures: want status ok and 11.0, got\n%s", mean)
@@ -93,7 +93,7 @@ func TestServiceWalkthroughs(t *testing.T) {
 	// The same from the CLI, in the same directory: chart.png is fetched
 	// again, so the first one goes.
 	os.Remove(filepath.Join(work, "chart.png"))
-	out = runBlock(t, blocks[1], work, url, key)
+	out = runBlock(t, blocks[1], work, url, key, "df.temp.max()\n")
 	if mean := out.of(t, "df.temp.mean()"); strings.TrimSpace(mean) != "11.0" {
 		t.Errorf("kiln exec of the mean: want 11.0, got %q", mean)
 	}
@@ -104,6 +104,9 @@ func TestServiceWalkthroughs(t *testing.T) {
 	checkPNG(t, filepath.Join(work, "plots", "output-1.png"))
 	if h := out.of(t, "kiln history"); strings.Count(h, " ok ") < 3 || !strings.Contains(h, "read_csv") {
 		t.Errorf("kiln history: want the two cells, ok, got\n%s", h)
+	}
+	if o := out.of(t, "kiln repl"); strings.TrimSpace(o) != "18" {
+		t.Errorf("kiln repl on the session, typing df.temp.max(): want 18, got %q", o)
 	}
 	if k := out.of(t, "--name laptop"); !strings.Contains(k, "kiln_") {
 		t.Errorf("kiln key create: want the new key, got\n%s", k)
@@ -163,7 +166,7 @@ var markRE = regexp.MustCompile(`(?m)^@@readme (\d+)@@\n`)
 // terminal, but stopping at the first that fails. The README's address
 // is replaced by the test server's, and the environment holds only what
 // the README says a user has: KEY, and kiln on PATH.
-func runBlock(t *testing.T, lines []string, dir, url, key string) outputs {
+func runBlock(t *testing.T, lines []string, dir, url, key, stdin string) outputs {
 	t.Helper()
 	var script strings.Builder
 	script.WriteString("set -eE -o pipefail\ntrap 'echo \"the README command that failed: $cmd\" >&2' ERR\n")
@@ -176,7 +179,8 @@ func runBlock(t *testing.T, lines []string, dir, url, key string) outputs {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
 	cmd.Dir = dir
-	home := t.TempDir() // no client config of the machine's user
+	cmd.Stdin = strings.NewReader(stdin) // what the user types into a REPL the block starts
+	home := t.TempDir()                  // no client config of the machine's user
 	cmd.Env = []string{
 		"PATH=" + filepath.Dir(kilnBin) + ":/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + home, "KEY=" + key, "KILN_SERVER=" + url, "LANG=C.UTF-8",
