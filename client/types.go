@@ -120,15 +120,23 @@ type Event struct {
 	Execution *Execution `json:"execution,omitempty"`
 	// Error is an error event's problem: the cell could not run at all.
 	Error *Problem `json:"error,omitempty"`
+	// Position is a queued event's place in line (1: next to start).
+	Position int `json:"position,omitempty"`
+	// Reason is why a queued event's cell waits: "user" (the user's own
+	// cells hold all the slots one user may have) or "server" (every slot
+	// of the server is taken).
+	Reason string `json:"reason,omitempty"`
 	// Prompt is an input_request event's prompt: the cell's output since
-	// its last newline (what input("Name: ") printed), at most 1 KiB. It
-	// came in a stdout or stderr event already.
+	// its last newline or its last read (what input("Name: ") printed), at
+	// most 1 KiB. It came in a stdout or stderr event already.
 	Prompt string `json:"prompt,omitempty"`
 }
 
-// Stream event types, in the order they come: started, then stdout,
-// stderr, display and input_request as they happen, then done or error.
+// Stream event types, in the order they come: queued (only when the cell
+// waits for a slot), started, then stdout, stderr, display and
+// input_request as they happen, then done or error.
 const (
+	EventQueued  = "queued"
 	EventStarted = "started"
 	EventStdout  = "stdout"
 	EventStderr  = "stderr"

@@ -12,8 +12,8 @@ import (
 )
 
 // inputWatch tells the client when a cell with open stdin waits for input
-// (protocol.TInputRequest), with the prompt: the text after the last
-// newline of the cell's output. It sits between the kernel's output
+// (protocol.TInputRequest), with the prompt: the cell's output after its
+// last newline or its last read. It sits between the kernel's output
 // streams and the cell's forwarders, keeping that tail of each.
 type inputWatch struct {
 	a     *Agent

@@ -21,9 +21,9 @@ const (
 )
 
 // InputRequest is the body of TInputRequest. Prompt is the cell's output
-// since its last newline (on stdout or stderr, whichever it wrote last),
-// at most MaxPrompt bytes: what input("Name: ") or read -p printed. That
-// output has been sent as stdout or stderr events already.
+// since its last newline or its last read of stdin (on stdout or stderr,
+// whichever it wrote last), at most MaxPrompt bytes: what input("Name: ")
+// printed. That output has been sent as stdout or stderr events already.
 type InputRequest struct {
 	Prompt string `json:"prompt"`
 }

@@ -14,11 +14,16 @@ import (
 // WebSocket alike.
 type eventSink func(client.Event)
 
-// execEvents are the callbacks of one cell. Stream chunks may end inside
+// execEvents are the callbacks of one cell; started commits the stream
+// (a queued event comes before the execution exists). Stream chunks may end inside
 // a UTF-8 character; the tail waits for the next chunk so that JSON never
 // carries half a character (which it would turn into U+FFFD).
 func (send eventSink) execEvents(started func()) service.ExecEvents {
 	return service.ExecEvents{
+		Queued: func(p service.Place) {
+			started()
+			send(client.Event{Type: client.EventQueued, Position: p.Position, Reason: p.Reason})
+		},
 		Started: func(e store.Execution) {
 			started()
 			x := fromExecution(e)

@@ -27,10 +27,12 @@ type CellRequest struct {
 	StdinStream io.Reader
 }
 
-// ExecEvents receive a cell's progress; any may be nil. Started comes
-// first, with the execution's id and sequence number.
+// ExecEvents receive a cell's progress; any may be nil. Queued comes
+// first, once, when the cell has to wait for a slot; then Started, with
+// the execution's id and sequence number.
 type ExecEvents struct {
 	engine.Events
+	Queued  func(Place)
 	Started func(store.Execution)
 }
 
@@ -77,9 +79,8 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req 
 	}
 	release := l.hold()
 	defer release()
-	t, err := s.queue.enter()
+	t, err := s.enterQueue(u)
 	if err != nil {
-		s.metrics.Rejected("queue_full")
 		return store.Execution{}, err
 	}
 	defer t.release()
@@ -88,7 +89,7 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req 
 		return store.Execution{}, err
 	}
 	defer l.unlockCells()
-	if err := t.run(ctx); err != nil {
+	if err := t.run(ctx, ev.Queued); err != nil {
 		return store.Execution{}, err
 	}
 	wait := time.Since(queued)
@@ -157,6 +158,19 @@ func (s *Service) stoppedUnder(l *live, language string, res kiln.CellResult, ru
 	res.Status, res.Error = kiln.StatusInterrupted, nil
 	res.Notice = joinNotice(notice, res.Notice)
 	return &res
+}
+
+// enterQueue takes u's place in the execution queue.
+func (s *Service) enterQueue(u store.User) (*ticket, error) {
+	t, err := s.queue.enter(u.ID)
+	if err != nil {
+		reason := "queue_full"
+		if kiln.KindOf(err) == kiln.QuotaExceeded {
+			reason = "quota"
+		}
+		s.metrics.Rejected(reason)
+	}
+	return t, err
 }
 
 // failedCell is the result recorded for a cell that could not run: a

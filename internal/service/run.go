@@ -26,14 +26,13 @@ func (s *Service) Run(ctx context.Context, u store.User, r engine.Run) (RunResul
 	if err := engine.Validate(r); err != nil {
 		return RunResult{}, err
 	}
-	t, err := s.queue.enter()
+	t, err := s.enterQueue(u)
 	if err != nil {
-		s.metrics.Rejected("queue_full")
 		return RunResult{}, err
 	}
 	defer t.release()
 	queued := time.Now()
-	if err := t.run(ctx); err != nil {
+	if err := t.run(ctx, nil); err != nil {
 		return RunResult{}, err
 	}
 	wait := time.Since(queued)

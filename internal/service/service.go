@@ -36,8 +36,13 @@ type Config struct {
 	MaxSessionsPerUser       int   // active sessions of one user
 	MaxWorkspaceBytesPerUser int64 // the workspace limits of one user's active sessions, together
 
-	Concurrency int // cells and runs at once; default: the number of CPUs
-	QueueLength int // cells and runs waiting at most; default: 16 per CPU
+	// The execution queue (see queue.go for the fairness bound). A slot
+	// is not a CPU: cgroups share the CPUs, and a sleeping cell holds a
+	// slot while using none.
+	Concurrency     int // cells and runs at once, all users; default: 8 per CPU, at least 16
+	UserConcurrency int // cells and runs at once of one user; default: a quarter of Concurrency, at least 2
+	QueueLength     int // cells and runs waiting at most; default: 16 per CPU, at least 64
+	UserQueueLength int // cells and runs of one user waiting at most; default: a quarter of QueueLength
 
 	MaxCodeBytes     int64 // a cell's code
 	MaxRunFileBytes  int64 // one file returned by a one-shot run
@@ -54,8 +59,8 @@ func DefaultConfig() Config {
 		MaxSessionsPerUser:       20,
 		Workspaces:               workspace.Disk,
 		MaxWorkspaceBytesPerUser: 8 * kiln.GiB,
-		Concurrency:              runtime.NumCPU(),
-		QueueLength:              16 * runtime.NumCPU(),
+		Concurrency:              max(16, 8*runtime.NumCPU()),
+		QueueLength:              max(64, 16*runtime.NumCPU()),
 		MaxCodeBytes:             engine.MaxCodeBytes,
 		MaxRunFileBytes:          8 * kiln.MiB,
 		MaxRunFilesBytes:         32 * kiln.MiB,
@@ -88,7 +93,11 @@ func (c Config) withDefaults() Config {
 	}
 	setInt(&c.MaxSessionsPerUser, d.MaxSessionsPerUser)
 	setInt(&c.Concurrency, d.Concurrency)
+	setInt(&c.UserConcurrency, max(2, c.Concurrency/4))
+	c.UserConcurrency = min(c.UserConcurrency, c.Concurrency)
 	setInt(&c.QueueLength, d.QueueLength)
+	setInt(&c.UserQueueLength, max(1, c.QueueLength/4))
+	c.UserQueueLength = min(c.UserQueueLength, c.QueueLength)
 	set64 := func(p *int64, v int64) {
 		if *p <= 0 {
 			*p = v
@@ -136,7 +145,7 @@ func New(ctx context.Context, cfg Config, st store.Store, eng *engine.Engine, lo
 	}
 	s := &Service{
 		cfg: cfg, store: st, engine: eng, ws: ws, log: log,
-		queue:    newQueue(cfg.Concurrency, cfg.QueueLength),
+		queue:    newQueue(cfg.Concurrency, cfg.UserConcurrency, cfg.QueueLength, cfg.UserQueueLength),
 		sessions: map[string]*live{},
 		starting: map[string]int{},
 		stop:     make(chan struct{}),
@@ -144,7 +153,7 @@ func New(ctx context.Context, cfg Config, st store.Store, eng *engine.Engine, lo
 	s.metrics = metrics.New(
 		func() float64 { return float64(s.activeCount()) },
 		func() float64 { return float64(s.queue.depth()) },
-		func() float64 { return float64(s.queue.running.Load()) },
+		func() float64 { return float64(s.queue.busy()) },
 	)
 	if err := s.recover(ctx); err != nil {
 		return nil, err

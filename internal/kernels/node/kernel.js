@@ -130,32 +130,32 @@
   let size = 0;
   let skipping = false; // inside a line longer than MAX_LINE
   function feed(chunk) {
-      for (let start = 0; ;) {
-        const nl = chunk.indexOf(10, start);
-        if (nl < 0) {
-          if (!skipping) {
-            parts.push(chunk.subarray(start));
-            size += chunk.length - start;
-            if (size > MAX_LINE) [parts, size, skipping] = [[], 0, true];
-          }
-          return;
-        }
+    for (let start = 0; ;) {
+      const nl = chunk.indexOf(10, start);
+      if (nl < 0) {
         if (!skipping) {
-          parts.push(chunk.subarray(start, nl));
-          const line = Buffer.concat(parts).toString('utf8');
-          let msg;
-          try {
-            msg = parseJSON(line);
-          } catch {} // not JSON: ignore the line
-          try {
-            dispatch(msg);
-          } catch (e) {
-            stderr.write(`kiln kernel: ${e && e.stack || e}\n`);
-          }
+          parts.push(chunk.subarray(start));
+          size += chunk.length - start;
+          if (size > MAX_LINE) [parts, size, skipping] = [[], 0, true];
         }
-        [parts, size, skipping] = [[], 0, false];
-        start = nl + 1;
+        return;
       }
+      if (!skipping) {
+        parts.push(chunk.subarray(start, nl));
+        const line = Buffer.concat(parts).toString('utf8');
+        let msg;
+        try {
+          msg = parseJSON(line);
+        } catch {} // not JSON: ignore the line
+        try {
+          dispatch(msg);
+        } catch (e) {
+          stderr.write(`kiln kernel: ${e && e.stack || e}\n`);
+        }
+      }
+      [parts, size, skipping] = [[], 0, false];
+      start = nl + 1;
+    }
   }
 
   function listen() {
