@@ -52,12 +52,12 @@ type Config struct {
 // DefaultConfig is the policy on the embedded defaults.
 func DefaultConfig() Config {
 	return Config{
+		Workspaces:               workspace.Disk,
 		PoolSize:                 2,
 		IdleTTL:                  time.Hour,
 		MaxIdleTTL:               7 * 24 * time.Hour,
 		IdleCheckEvery:           10 * time.Second,
 		MaxSessionsPerUser:       20,
-		Workspaces:               workspace.Disk,
 		MaxWorkspaceBytesPerUser: 8 * kiln.GiB,
 		Concurrency:              max(16, 8*runtime.NumCPU()),
 		QueueLength:              max(64, 16*runtime.NumCPU()),
@@ -69,14 +69,14 @@ func DefaultConfig() Config {
 
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
+	if c.Workspaces == "" {
+		c.Workspaces = d.Workspaces
+	}
 	if c.PoolSize == 0 {
 		c.PoolSize = d.PoolSize
 	}
 	if c.PoolSize < 0 {
 		c.PoolSize = 0
-	if c.Workspaces == "" {
-		c.Workspaces = d.Workspaces
-	}
 	}
 	setDur := func(p *time.Duration, v time.Duration) {
 		if *p <= 0 {
