@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -445,6 +446,8 @@ func (s *suite) checkNothingLeft(t *testing.T, after string) {
 		for _, l := range all {
 			switch {
 			case s.baseline[l.what]:
+			case l.owner == serviceOwner:
+				foreign = append(foreign, l.what+" (a kiln service's session workspace)")
 			case l.owner != 0 && l.owner != os.Getpid():
 				foreign = append(foreign, fmt.Sprintf("%s (a sandbox of host pid %d)", l.what, l.owner))
 			default:
@@ -493,7 +496,11 @@ func (s *suite) leftovers() ([]leftover, error) {
 		return nil, err
 	}
 	for _, m := range mounts {
-		left = append(left, leftover{m, 0})
+		owner := 0
+		if serviceWorkspace(m) {
+			owner = serviceOwner
+		}
+		left = append(left, leftover{m, owner})
 	}
 	ids, err := s.cg.Orphans()
 	if err != nil {
@@ -636,6 +643,28 @@ func procStatus(pid int) (map[string]string, error) {
 		}
 	}
 	return m, nil
+}
+
+// serviceOwner is the owner of a leftover that is a kiln service's own: the
+// tmpfs workspace of a session, which a service mounts in the host's mount
+// namespace under <data>/workspaces/<id> (a `kiln serve` running on the
+// same machine). The suite's sandboxes never mount in the host's namespace,
+// so such a mount is not theirs; one of their mounts that leaked would sit
+// under the runtime directory.
+const serviceOwner = -1
+
+var serviceWorkspaceRE = regexp.MustCompile(`^/.+/workspaces/[0-9a-f]{32}$`)
+
+// serviceWorkspace reports whether a "mount ..." leftover is a kiln
+// service's tmpfs session workspace.
+func serviceWorkspace(m string) bool {
+	fields := strings.Fields(strings.TrimPrefix(m, "mount "))
+	sep := slices.Index(fields, "-")
+	if sep < 5 || len(fields) < sep+3 {
+		return false
+	}
+	point := fields[4]
+	return fields[sep+2] == "kiln-workspace" && serviceWorkspaceRE.MatchString(point) && !strings.HasPrefix(point, runtimeDir+"/")
 }
 
 // kilnMounts lists the host's mounts that mention the runtime directory or

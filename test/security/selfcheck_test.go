@@ -81,6 +81,47 @@ func TestHarnessSeesProblems(t *testing.T) {
 	})
 }
 
+// TestHarnessIgnoresServiceWorkspaces: a kiln service's tmpfs session
+// workspace (a `kiln serve` on the same machine) is not the suite's
+// leftover; a kiln tmpfs mounted anywhere else is.
+func TestHarnessIgnoresServiceWorkspaces(t *testing.T) {
+	s := env(t)
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		path    string
+		service bool
+	}{
+		{filepath.Join(dir, "data", "workspaces", "0123456789abcdef0123456789abcdef"), true},
+		{filepath.Join(dir, "elsewhere"), false},
+	} {
+		if err := os.MkdirAll(tt.path, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("kiln-workspace", tt.path, "tmpfs", 0, "size=1m"); err != nil {
+			t.Fatal(err)
+		}
+		var found *leftover
+		all, err := s.leftovers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range all {
+			if strings.Contains(all[i].what, " "+tt.path+" ") {
+				found = &all[i]
+			}
+		}
+		syscall.Unmount(tt.path, syscall.MNT_DETACH)
+		switch {
+		case found == nil:
+			t.Errorf("the mount on %s is not listed at all", tt.path)
+		case tt.service && found.owner != serviceOwner:
+			t.Errorf("a service's workspace %s is counted as the suite's leftover: %+v", tt.path, *found)
+		case !tt.service && found.owner == serviceOwner:
+			t.Errorf("a kiln tmpfs on %s is taken for a service's workspace and ignored", tt.path)
+		}
+	}
+}
+
 // findLeftover returns the leftover whose description starts with prefix.
 func (s *suite) findLeftover(t *testing.T, prefix string) *leftover {
 	t.Helper()
