@@ -84,3 +84,40 @@ func areaRead(ctx context.Context, ex Execer, name string) (data []byte, ok bool
 func areaRemove(ctx context.Context, ex Execer, paths ...string) {
 	areaExec(ctx, ex, append([]string{rmBin, "-rf", "--"}, paths...), nil, nil)
 }
+
+// renamer passes a program's output on with the build area's path of its
+// source replaced by the source's name, as the user knows it: an
+// interpreter's traceback, a Go panic then name main.rb or sol.go as on the
+// host. The end of a write that could begin the path is held back until
+// the next write or Flush.
+type renamer struct {
+	w        io.Writer
+	old, new []byte
+	held     []byte
+}
+
+func (r *renamer) Write(p []byte) (int, error) {
+	buf := bytes.ReplaceAll(append(r.held, p...), r.old, r.new)
+	keep := 0
+	for k := min(len(r.old)-1, len(buf)); k > 0; k-- {
+		if bytes.HasPrefix(r.old, buf[len(buf)-k:]) {
+			keep = k
+			break
+		}
+	}
+	r.held = append(r.held[:0], buf[len(buf)-keep:]...)
+	if out := buf[:len(buf)-keep]; len(out) > 0 {
+		if _, err := r.w.Write(out); err != nil {
+			return len(p), err
+		}
+	}
+	return len(p), nil
+}
+
+// Flush writes what was held back.
+func (r *renamer) Flush() {
+	if len(r.held) > 0 {
+		r.w.Write(r.held)
+		r.held = r.held[:0]
+	}
+}

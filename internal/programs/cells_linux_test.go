@@ -190,3 +190,39 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("got %v\ndiagnostics %+v\nwant a run with stderr \"own\\n\" and a warning at main.c:3", o, o.res.Diagnostics)
 	}
 }
+
+// TestTracebacksNameTheFile: a cell's interpreter or runtime names its
+// source as the user knows it, never the build area.
+func TestTracebacksNameTheFile(t *testing.T) {
+	h := newHost(t)
+	for _, c := range []struct{ lang, name, code, want string }{
+		{"ruby", "tool.rb", "puts 1\nraise 'boom'\n", "tool.rb:2"},
+		{"php", "main.php", "<?php\necho 1;\nthrow new Exception('boom');\n", "main.php:3"},
+		{"go", "main.go", "package main\n\nfunc main() {\n\tpanic(\"boom\")\n}\n", "main.go:4"},
+	} {
+		t.Run(c.lang, func(t *testing.T) {
+			needLanguage(t, c.lang)
+			o := run(t, h, Program{Language: c.lang, Code: []byte(c.code), Name: c.name, Timeout: 2 * time.Minute})
+			if o.res.Phase != PhaseRun || !strings.Contains(o.stderr, c.want) || strings.Contains(o.stderr, "/.kiln/") {
+				t.Errorf("got %v\nwant stderr naming %s and not the build area", o, c.want)
+			}
+		})
+	}
+}
+
+// TestRenamer: the path is replaced also when a write splits it, and what
+// cannot be part of it is passed on at once.
+func TestRenamer(t *testing.T) {
+	var out strings.Builder
+	r := &renamer{w: &out, old: []byte("/tmp/.kiln/src/ab/main.rb"), new: []byte("main.rb")}
+	for _, p := range []string{"at /tmp/.ki", "ln/src/ab/main.rb:3\nprompt> ", "x /tmp/"} {
+		r.Write([]byte(p))
+	}
+	if got := out.String(); got != "at main.rb:3\nprompt> x " {
+		t.Errorf("before Flush: %q", got)
+	}
+	r.Flush()
+	if got := out.String(); got != "at main.rb:3\nprompt> x /tmp/" {
+		t.Errorf("after Flush: %q", got)
+	}
+}

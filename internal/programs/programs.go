@@ -178,6 +178,15 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 		TimeoutMs:   p.Timeout.Milliseconds(),
 		OutputBytes: p.OutputBytes,
 	}
+	if j.code != nil && !strings.HasSuffix(j.code.disk, ".java") {
+		// Only the source's path is rewritten; Java's traces name the
+		// class's file, not a path.
+		o := &renamer{w: stdout, old: []byte(j.code.disk), new: []byte(j.code.shown)}
+		e := &renamer{w: stderr, old: []byte(j.code.disk), new: []byte(j.code.shown)}
+		defer o.Flush()
+		defer e.Flush()
+		stdout, stderr = o, e
+	}
 	var info protocol.ExitInfo
 	if p.StdinStream != nil {
 		req.Stdin = nil
