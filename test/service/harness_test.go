@@ -141,6 +141,40 @@ const (
 // ourServers are the pids of the kiln serve processes the tests started.
 var ourServers sync.Map
 
+// sandboxProc is a process running as a sandbox's host uid, with the pid
+// holding its slot's lock (0 when nobody holds it).
+type sandboxProc struct {
+	pid, slot, holder int
+}
+
+// allSandboxProcs lists the processes of every sandbox on the machine.
+func allSandboxProcs(t *testing.T) []sandboxProc {
+	t.Helper()
+	holders := slotHolders(t)
+	var out []sandboxProc
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" {
+				if uid, _ := strconv.ParseUint(f[1], 10, 32); uid >= uidBase {
+					slot := int((uid - uidBase) / uidsPerSlot)
+					out = append(out, sandboxProc{pid: pid, slot: slot, holder: holders[slot]})
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
 // sandboxProcesses lists the processes of sandboxes that are not another
 // kiln process's. Every sandbox runs as the host uid range of its slot,
 // and the kiln process that made it holds an flock on the slot's file; a
@@ -150,31 +184,10 @@ var ourServers sync.Map
 // counted.
 func sandboxProcesses(t *testing.T) []string {
 	t.Helper()
-	holders := slotHolders(t)
 	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
-		if err != nil {
-			continue
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			f := strings.Fields(l)
-			if len(f) < 2 || f[0] != "Uid:" {
-				continue
-			}
-			uid, _ := strconv.ParseUint(f[1], 10, 32)
-			if uid < uidBase {
-				break
-			}
-			holder, held := holders[int((uid-uidBase)/uidsPerSlot)]
-			if _, ours := ourServers.Load(holder); held && !ours {
-				break // another kiln's sandbox
-			}
-			out = append(out, e.Name())
+	for _, p := range allSandboxProcs(t) {
+		if _, ours := ourServers.Load(p.holder); p.holder == 0 || ours {
+			out = append(out, strconv.Itoa(p.pid))
 		}
 	}
 	return out

@@ -1,9 +1,7 @@
 package service_test
 
 import (
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,10 +16,17 @@ func TestOwnSandboxesOnly(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	other := start(t, dataDir(t), "--pool", "2")
 	defer other.stop()
-	ourServers.Delete(other.cmd.Process.Pid) // a server the tests did not start
-	waitPoolSandboxes(t, 2)
-	if left := sandboxProcesses(t); len(left) != 0 {
-		t.Fatalf("another server's warm pool counted as the tests' sandboxes: %v", left)
+	otherPid := other.cmd.Process.Pid
+	ourServers.Delete(otherPid) // a server the tests did not start
+	pool := waitPool(t, otherPid, 2)
+	counted := map[string]bool{}
+	for _, pid := range sandboxProcesses(t) {
+		counted[pid] = true
+	}
+	for _, pid := range pool {
+		if counted[pid] {
+			t.Fatalf("another server's warm pool (process %s) is counted as the tests' sandboxes", pid)
+		}
 	}
 
 	srv := start(t, dataDir(t))
@@ -40,28 +45,22 @@ func TestOwnSandboxesOnly(t *testing.T) {
 	waitNoSandboxes(t, "after deleting the session")
 }
 
-// waitPoolSandboxes waits until sandboxes of at least n distinct slots run.
-func waitPoolSandboxes(t *testing.T, n int) {
+// waitPool waits until the server with pid holds sandboxes in at least n
+// slots, and returns their processes.
+func waitPool(t *testing.T, pid, n int) []string {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		slots := map[uint64]bool{}
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			b, err := os.ReadFile("/proc/" + e.Name() + "/status")
-			if err != nil {
-				continue
-			}
-			for _, l := range strings.Split(string(b), "\n") {
-				if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" {
-					if uid, _ := strconv.ParseUint(f[1], 10, 32); uid >= uidBase {
-						slots[(uid-uidBase)/uidsPerSlot] = true
-					}
-				}
+		slots := map[int]bool{}
+		var pids []string
+		for _, p := range allSandboxProcs(t) {
+			if p.holder == pid {
+				slots[p.slot] = true
+				pids = append(pids, strconv.Itoa(p.pid))
 			}
 		}
 		if len(slots) >= n {
-			return
+			return pids
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the warm pool did not fill: %d sandboxes after 60 s", len(slots))
