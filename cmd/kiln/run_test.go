@@ -546,6 +546,7 @@ func TestRunCompiled(t *testing.T) {
 		{"a header beside the program", "cpp", []string{"--file", "openssl/md5.h", "md5.cpp"}, 0, "d41d8cd9\n", "", ""},
 		{"a wrong solution in #[test]", "rust", []string{"sol.rs"}, 101, "", "-", ""},
 		{"a link error names the user's file", "c", []string{"link.c"}, 1, "", "-", "main.c"},
+		{"a file named main.c beside -c code", "c", []string{"--file", "link.c:main.c", "--lang", "c", "-c", "#include <stdio.h>\nint main(void) { puts(\"code\"); return 0; }"}, 0, "code\n", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -182,7 +182,9 @@ func validateFiles(l *lang.Language, files []File) error {
 		if err := ValidatePath(f.Path); err != nil {
 			return err
 		}
-		if path.Clean(f.Path) == ProgramName(l) {
+		// A script's one-shot run writes its code as main<ext>; a program
+		// cell's code is never in the workspace (RunCell checks a Name).
+		if l.OneShot() && path.Clean(f.Path) == ProgramName(l) {
 			return kiln.Errorf(kiln.Invalid, "file %q would replace the program itself; rename it", f.Path)
 		}
 	}

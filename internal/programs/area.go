@@ -68,7 +68,7 @@ func areaWrite(ctx context.Context, ex Execer, files map[string][]byte) error {
 	}
 	ok, err := areaExec(ctx, ex, []string{tarBin, "-x", "-f", "-", "-C", "/", "-m", "--no-same-owner"}, buf.Bytes(), nil)
 	if err == nil && !ok {
-		return kiln.Errorf(kiln.SandboxError, "cannot write the build area in the sandbox's /tmp (is /tmp full?)")
+		return kiln.Errorf(kiln.Invalid, "cannot write the build in the sandbox's /tmp: is /tmp full? (its size is the tmp limit)")
 	}
 	return err
 }
