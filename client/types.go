@@ -168,6 +168,11 @@ type RunRequest struct {
 	Stdin    string   `json:"stdin,omitempty"`
 	Files    []File   `json:"files,omitempty"`
 	Limits   Limits   `json:"limits,omitempty"`
+	// FileName is, for a program language, the program's file name
+	// (test.java): it is written into the workspace under it and built with
+	// the files beside it, and messages name it. Default: a cell's main<ext>,
+	// built outside the workspace.
+	FileName string `json:"file_name,omitempty"`
 }
 
 // File is a file with its content, base64 in JSON.

@@ -47,3 +47,20 @@ func TestProgramCellsThroughTheAPI(t *testing.T) {
 		t.Errorf("the user's main.c is %q (%v); want it unchanged", got.String(), err)
 	}
 }
+
+// TestRunKeepsTheFileName: a one-shot run of test.java with public class
+// HelloWorld runs, as "java test.java" does, when the request names the
+// file; its source is not returned as a file the run wrote.
+func TestRunKeepsTheFileName(t *testing.T) {
+	e := newEnv(t, options{})
+	ctx := ctxT(t)
+	c := e.user("ada")
+	src := "public class HelloWorld {\n    public static void main(String[] args) {\n        System.out.println(\"hello\");\n    }\n}\n"
+	res, err := c.Run(ctx, client.RunRequest{Language: "java", Code: src, FileName: "test.java"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Result.Status != "ok" || res.Result.Stdout != "hello\n" || len(res.Files) != 0 {
+		t.Errorf("result %+v, files %d; want hello and no file written", res.Result, len(res.Files))
+	}
+}
