@@ -183,7 +183,10 @@ func runBlock(t *testing.T, lines []string, dir, url, key, stdin string) outputs
 	home := t.TempDir()                  // no client config of the machine's user
 	cmd.Env = []string{
 		"PATH=" + filepath.Dir(kilnBin) + ":/usr/local/bin:/usr/bin:/bin",
-		"HOME=" + home, "KEY=" + key, "KILN_SERVER=" + url, "LANG=C.UTF-8",
+		"HOME=" + home, "LANG=C.UTF-8",
+	}
+	if url != "" {
+		cmd.Env = append(cmd.Env, "KEY="+key, "KILN_SERVER="+url)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -292,6 +295,45 @@ func unmountUnder(t *testing.T, dir string) {
 	for i := len(points) - 1; i >= 0; i-- {
 		if err := syscall.Unmount(points[i], syscall.MNT_DETACH); err != nil {
 			t.Errorf("unmount %s: %v", points[i], err)
+		}
+	}
+}
+
+// TestLocalWalkthrough runs the block of "Using it locally" as pasted,
+// without a terminal (so kiln repl reads no cells and leaves), except
+// kiln bench, which takes minutes and has tests of its own.
+func TestLocalWalkthrough(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: kiln run makes sandboxes")
+	}
+	var lines []string
+	for _, b := range shellBlocks(t, "../../README.md", "## Using it locally") {
+		for _, l := range b {
+			if !strings.HasPrefix(l, "kiln bench") {
+				lines = append(lines, l)
+			}
+		}
+	}
+	out := runBlock(t, lines, t.TempDir(), "", "", "")
+	for _, c := range []struct{ cmd, want string }{
+		{"kiln run hello.py", "hello from a sandbox\n"},
+		{"-c 'print(1)'", "1\n"},
+		{"kiln run --lang js -", "42\n"},
+		{"--file data.csv analyse.py", "2 cities\n"},
+		{"kiln run main.c", "hello from C\n"},
+	} {
+		if got := out.of(t, c.cmd); got != c.want {
+			t.Errorf("%s printed %q, want %q", c.cmd, got, c.want)
+		}
+	}
+	for _, c := range []struct{ cmd, want string }{
+		{"kiln languages", "python"},
+		{"kiln doctor", "Verdict: this host can run kiln sandboxes."},
+	} {
+		for i, l := range out.lines {
+			if strings.HasPrefix(l, c.cmd) && !strings.Contains(out.out[i], c.want) {
+				t.Errorf("%s does not say %q:\n%s", c.cmd, c.want, out.out[i])
+			}
 		}
 	}
 }
