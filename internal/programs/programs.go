@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
@@ -413,7 +414,7 @@ func validate(ex Execer, p Program, tc *toolchain) error {
 			return kiln.Errorf(kiln.Invalid, "give the program as code or as an entry file in the workspace, not both")
 		}
 		if p.Name != "" && (p.Name != path.Base(p.Name) || strings.HasPrefix(p.Name, "-") || strings.HasPrefix(p.Name, ".") ||
-			!tc.isSource(p.Name) || strings.ContainsAny(p.Name, "\x00\n\r\\")) {
+			!tc.isSource(p.Name) || strings.ContainsAny(p.Name, "\x00\n\r\\") || len(p.Name) > 200 || !utf8.ValidString(p.Name)) {
 			return kiln.Errorf(kiln.Invalid, "the file name %q must be a plain %s file name (%s), without a folder", p.Name, p.Language, strings.Join(tc.sources, ", "))
 		}
 	} else {

@@ -344,6 +344,10 @@ func TestInvalid(t *testing.T) {
 		{Language: "c", Entry: "missing.c"},
 		{Language: "php"},
 		{Language: "c", Files: []File{{Path: "../x.c"}}},
+		{Language: "c", Code: []byte("int main(void) { return 0; }"), Name: "../x.c"},
+		{Language: "c", Code: []byte("int main(void) { return 0; }"), Name: "x.py"},
+		{Language: "c", Code: []byte("int main(void) { return 0; }"), Name: strings.Repeat("x", 300) + ".c"},
+		{Language: "c", Code: []byte("int main(void) { return 0; }"), Entry: "main.c"},
 	} {
 		_, err := Run(context.Background(), newHost(t), p, io.Discard, io.Discard)
 		if kiln.KindOf(err) != kiln.Invalid {
