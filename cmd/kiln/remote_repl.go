@@ -63,12 +63,21 @@ type remoteSession struct {
 
 func (s *remoteSession) ID() string { return s.id }
 
-// Complete guesses, as the API has no completeness check: a line that
-// opens a block or leaves a bracket open asks for more, and an empty line
-// (see ready) always ends the cell.
+// Complete guesses, as the API has no completeness check: once a line
+// opens a block (Python's ":", bash's "do" and "then") or a bracket is
+// open, the cell goes on until an empty line (see ready) ends it.
 func (s *remoteSession) Complete(_ context.Context, _, code string) bool {
-	last := strings.TrimRight(code[strings.LastIndexByte(code, '\n')+1:], " \t")
-	if strings.HasSuffix(last, ":") || strings.HasSuffix(last, "\\") || strings.HasSuffix(last, "{") || strings.HasSuffix(last, ",") {
+	lines := strings.Split(code, "\n")
+	for _, line := range lines {
+		line = strings.TrimRight(line, " \t")
+		for _, open := range []string{":", " do", ";do", " then", ";then", "else"} {
+			if strings.HasSuffix(line, open) || line == strings.TrimLeft(open, " ;") {
+				return false
+			}
+		}
+	}
+	last := strings.TrimRight(lines[len(lines)-1], " \t")
+	if strings.HasSuffix(last, "\\") || strings.HasSuffix(last, ",") {
 		return false
 	}
 	depth := 0

@@ -199,3 +199,25 @@ func TestRemoteReplRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteComplete: the remote REPL's guess of a whole cell asks for
+// more lines after a block opens or a bracket stays open.
+func TestRemoteComplete(t *testing.T) {
+	s := &remoteSession{}
+	for code, want := range map[string]bool{
+		"x = 1":                          true,
+		"def f(x):":                      false,
+		"def f(x):\n    return x":        false, // until the empty line, which ready sees
+		"print(1,":                       false,
+		"d = {'a': [1,\n 2]}":            true,
+		"for i in 1 2; do":               false,
+		"for i in 1 2\ndo":               false,
+		"if true; then":                  false,
+		"for i in 1 2; do echo $i; done": true,
+		"echo done":                      true,
+	} {
+		if got := s.Complete(t.Context(), "", code); got != want {
+			t.Errorf("Complete(%q) = %v, want %v", code, got, want)
+		}
+	}
+}
