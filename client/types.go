@@ -130,6 +130,9 @@ type Event struct {
 	// its last newline or its last read (what input("Name: ") printed), at
 	// most 1 KiB. It came in a stdout or stderr event already.
 	Prompt string `json:"prompt,omitempty"`
+	// Password says an input_request's input is a secret (Python's
+	// getpass, bash's read -s): do not echo it.
+	Password bool `json:"password,omitempty"`
 }
 
 // Stream event types, in the order they come: queued (only when the cell
@@ -142,9 +145,10 @@ const (
 	EventStderr  = "stderr"
 	EventDisplay = "display"
 	// EventInputRequest says the cell (a session cell with streamed
-	// stdin, in Python, JavaScript or TypeScript) reads stdin and has
-	// been sent nothing it has not read: a UI shows an input box, with
-	// Prompt. Send the input as stdin (or end it) to go on.
+	// stdin: Python, JavaScript and TypeScript reading stdin, bash's read
+	// builtin) waits for input it has not been sent: a UI shows an input
+	// box, with Prompt (hidden if Password). Send stdin (or end it) to go
+	// on.
 	EventInputRequest = "input_request"
 	EventDone         = "done"
 	EventError        = "error"

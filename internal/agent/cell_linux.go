@@ -145,6 +145,8 @@ func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 					c.forward(a, id, protocol.TStderr)([]byte(fmt.Sprintf("\nkiln: a message of %s from the kernel was dropped: one display may be at most %s\n",
 						mib(o.Size), mib(lineCap))))
 				}
+			case kernelproto.TStdinWait:
+				c.input.request(line, c.charge)
 			case kernelproto.TStdinRequest:
 				c.input.request(line, c.charge)
 				select {

@@ -83,13 +83,14 @@ func (w *inputWatch) prompt() string {
 // the code reads, and if no input is queued the client is told, once the
 // output written before the request (the prompt) has gone out. The event
 // counts against the cell's output limit (charge), as all it sends does.
+// A StdinWait is handled the same way.
 func (w *inputWatch) request(line []byte, charge func(int64) bool) {
-	var r kernelproto.StdinRequest
+	var r kernelproto.StdinRequest // or a StdinWait, which has no Ahead
 	if w.in == nil || json.Unmarshal(line, &r) != nil || r.Ahead {
 		return
 	}
 	w.sync()
-	ev := protocol.InputRequest{Prompt: w.prompt()}
+	ev := protocol.InputRequest{Prompt: w.prompt(), Password: r.Password}
 	if !w.in.idle() {
 		return // input typed ahead answers this read
 	}

@@ -28,9 +28,13 @@ func (a *answerer) run(t *testing.T, s *Session, language, code string) kiln.Cel
 	ev := Events{
 		Stdout: func(p []byte) { a.stdout.Write(p) },
 		Stderr: func(p []byte) { a.stderr.Write(p) },
-		Input: func(prompt string) {
+		Input: func(prompt string, password bool) {
+			shown := prompt
+			if password {
+				shown = "(secret) " + prompt
+			}
 			a.mu.Lock()
-			a.prompts = append(a.prompts, prompt)
+			a.prompts = append(a.prompts, shown)
 			n := len(a.prompts)
 			a.mu.Unlock()
 			// The prompt has been passed to Stdout or Stderr already.
@@ -90,6 +94,27 @@ func TestInputRequest(t *testing.T) {
 	}
 	if got := a.got(); len(got) == 0 || got[0] != "JS? " {
 		t.Errorf("javascript: prompts %q, want JS? first", got)
+	}
+
+	// getpass is a secret.
+	a = &answerer{answers: []string{"ada\n", "hunter2\n"}}
+	r = a.run(t, s, "python", "import getpass\nname = input('Name: ')\npw = getpass.getpass('PIN: ')\nprint(name, len(pw))")
+	if r.Status != kiln.StatusOK || r.Stdout != "Name: ada 7\n" || r.Stderr != "PIN: " {
+		t.Errorf("getpass: status %s stdout %q stderr %q error %+v", r.Status, r.Stdout, r.Stderr, r.Error)
+	}
+	if got := strings.Join(a.got(), "|"); got != "Name: |(secret) PIN: " {
+		t.Errorf("getpass: prompts %q", got)
+	}
+
+	// bash asks ahead; its read builtin says when it waits, read -s as a
+	// secret, and read -p shows its prompt.
+	a = &answerer{answers: []string{"ada\n", "pw\n"}}
+	r = a.run(t, s, "bash", "read -r -p 'Name: ' n\nread -s -p 'PIN: ' p\necho \"hi $n ${#p}\"")
+	if r.Status != kiln.StatusOK || r.Stdout != "hi ada 2\n" || r.Stderr != "Name: PIN: " {
+		t.Errorf("bash: status %s stdout %q stderr %q error %+v", r.Status, r.Stdout, r.Stderr, r.Error)
+	}
+	if got := strings.Join(a.got(), "|"); got != "Name: |(secret) PIN: " {
+		t.Errorf("bash: prompts %q", got)
 	}
 
 	// A cell that does not read asks nothing.

@@ -116,8 +116,9 @@ type Events struct {
 	Output func(kiln.Output)
 	// Input says that a session cell with StdinStream waits for input it
 	// has not been sent, with the prompt (the output since its last
-	// newline, already passed to Stdout or Stderr).
-	Input func(prompt string)
+	// newline or read, already passed to Stdout or Stderr); password says
+	// the input is a secret (getpass, read -s), not to be echoed.
+	Input func(prompt string, password bool)
 }
 
 // Agent is the session's agent connection, for file operations.
@@ -224,7 +225,7 @@ func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Even
 		},
 		Input: func(r protocol.InputRequest) {
 			if ev.Input != nil {
-				ev.Input(r.Prompt)
+				ev.Input(r.Prompt, r.Password)
 			}
 		},
 	}

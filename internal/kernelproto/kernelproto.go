@@ -62,7 +62,9 @@
 // A request that is not Ahead means user code waits for input: when the
 // agent has none queued, it tells the client that input is wanted
 // (protocol.TInputRequest), with the prompt, the cell's output since its
-// last newline. That is why a kernel flushes before it asks.
+// last newline or its last read. That is why a kernel flushes before it
+// asks. A kernel that asks ahead says StdinWait when it knows that user
+// code waits (bash's read builtin).
 //
 // Raw reads of fd 0 read the cell's stdin too, from the same buffer as the
 // language's stdin object: os.read(0, n) in Python, fs.readSync(0) and
@@ -96,6 +98,7 @@ const (
 	TCompletion    = "completion"     // Completion: answer to Complete
 	TCheckResult   = "check_result"   // CheckResult: answer to Check
 	TStdinRequest  = "stdin_request"  // StdinRequest: the running cell reads open stdin
+	TStdinWait     = "stdin_wait"     // StdinWait: the running cell waits for open stdin asked ahead
 )
 
 // MaxStdinChunk bounds the data of one Stdin answer.
@@ -143,6 +146,19 @@ type StdinRequest struct {
 	Type  string `json:"type"`
 	Cell  string `json:"cell"`
 	Ahead bool   `json:"ahead,omitempty"`
+	// Password says the code reads a secret (Python's getpass): a UI
+	// should not echo it.
+	Password bool `json:"password,omitempty"`
+}
+
+// StdinWait says that user code waits for open stdin and the kernel has
+// nothing buffered, from a kernel that asks ahead (bash's read): the agent
+// tells the client as for a request that is not Ahead, and answers
+// nothing.
+type StdinWait struct {
+	Type     string `json:"type"`
+	Cell     string `json:"cell"`
+	Password bool   `json:"password,omitempty"` // read -s
 }
 
 // Stdin answers a StdinRequest with at least one byte of Data, or EOF

@@ -74,7 +74,7 @@ func (c *shellCell) end(timeout time.Duration) shellResult {
 		if env.Cell != c.id {
 			k.T.Fatalf("message for cell %q while %q runs: %s", env.Cell, c.id, line)
 		}
-		if c.in != nil && c.in.Handle(env) {
+		if c.in != nil && c.in.Handle(env, line) {
 			continue
 		}
 		switch env.Type {

@@ -24,6 +24,8 @@ import _ "embed"
 //     EOFError in input(), as in Python. Only the running cell's stdin
 //     asks: a thread left over from an earlier cell reads end of file.
 //     os.read(0, n) reads the same stdin (fixed or open) as sys.stdin.
+//     getpass.getpass prompts on stderr and reads a line of it; its
+//     request says the input is a secret.
 //   - Cells are "<cell N>" in tracebacks; a warm-up cell takes no number.
 //   - An interrupted cell sends an Error named KeyboardInterrupt, whose
 //     traceback shows where the cell stopped, then Done "interrupted".

@@ -342,3 +342,46 @@ func TestJavaScriptRawStdin(t *testing.T) {
 		t.Errorf("after the interrupt: %+v", r)
 	}
 }
+
+// TestPythonGetpass: getpass.getpass prompts on stderr, reads a line of
+// the cell's stdin without warning about echo, and its request says that
+// the input is a secret.
+func TestPythonGetpass(t *testing.T) {
+	k := startPython(t)
+	in := kerneltest.NewStdin()
+	whenAsked(k, in, "", false, "ada\n", "hunter2\n")
+	r := k.ExecInput(kernelproto.Execute{Code: "import getpass\nname = input('Name: ')\npw = getpass.getpass('Secret: ')\nprint(len(pw))"}, in, time.Minute)
+	if r.Status != "ok" || r.Stdout != "Name: 7\n" || r.Stderr != "Secret: " {
+		t.Errorf("getpass: status %s stdout %q stderr %q error %+v", r.Status, r.Stdout, r.Stderr, r.Error)
+	}
+	reqs := in.Requests()
+	if len(reqs) < 2 || reqs[0].Password || !reqs[len(reqs)-1].Password {
+		t.Errorf("requests %+v: want input()'s without password, getpass's with", reqs)
+	}
+}
+
+// TestBashReadWaits: bash asks ahead, so its read builtin tells the agent
+// when it is about to wait on open stdin (stdin_wait), read -s as a
+// secret; a read of a file or a poll (-t 0) does not.
+func TestBashReadWaits(t *testing.T) {
+	k := startBash(t, "")
+	in := kerneltest.NewStdin()
+	c := beginInput(k, kernelproto.Execute{Code: "read x < /dev/null; read -t 0 y\nread -r -p 'Name: ' n\nread -s -p 'Pw: ' p\necho \"$n ${#p}\""}, in)
+	go func() {
+		for i, answer := range []string{"ada\n", "pw\n"} {
+			if !waitFor(func() bool { return len(in.Waits()) > i }) {
+				break
+			}
+			in.Write(answer)
+		}
+		in.Close() // a read that was not announced ends the cell
+	}()
+	r := c.end(60 * time.Second)
+	r.want(t, "ok", 0, "ada 2\n")
+	if r.Stderr != "Name: Pw: " {
+		t.Errorf("stderr = %q, want the two prompts", r.Stderr)
+	}
+	if w := in.Waits(); len(w) != 2 || w[0].Password || !w[1].Password {
+		t.Errorf("waits %+v: want two, the second a password", w)
+	}
+}

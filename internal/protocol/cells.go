@@ -25,7 +25,8 @@ const (
 // whichever it wrote last), at most MaxPrompt bytes: what input("Name: ")
 // printed. That output has been sent as stdout or stderr events already.
 type InputRequest struct {
-	Prompt string `json:"prompt"`
+	Prompt   string `json:"prompt"`
+	Password bool   `json:"password,omitempty"` // a secret: do not echo it
 }
 
 // MaxPrompt bounds InputRequest.Prompt; a longer one keeps its end.

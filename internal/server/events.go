@@ -33,7 +33,9 @@ func (send eventSink) execEvents(started func()) service.ExecEvents {
 			Stdout: send.text(client.EventStdout),
 			Stderr: send.text(client.EventStderr),
 			Output: func(o kiln.Output) { send(client.Event{Type: client.EventDisplay, Output: &o}) },
-			Input:  func(prompt string) { send(client.Event{Type: client.EventInputRequest, Prompt: prompt}) },
+			Input: func(prompt string, password bool) {
+				send(client.Event{Type: client.EventInputRequest, Prompt: prompt, Password: password})
+			},
 		},
 	}
 }

@@ -13,8 +13,10 @@ func TestSSEInputRequest(t *testing.T) {
 	s := newSSE(rec)
 	defer s.close()
 	ev := eventSink(s.send).execEvents(func() {})
-	ev.Events.Input("Name: ")
-	want := "event: input_request\ndata: {\"type\":\"input_request\",\"prompt\":\"Name: \"}\n\n"
+	ev.Events.Input("Name: ", false)
+	ev.Events.Input("PIN: ", true)
+	want := "event: input_request\ndata: {\"type\":\"input_request\",\"prompt\":\"Name: \"}\n\n" +
+		"event: input_request\ndata: {\"type\":\"input_request\",\"prompt\":\"PIN: \",\"password\":true}\n\n"
 	if got := rec.Body.String(); !strings.Contains(got, want) {
 		t.Errorf("stream %q lacks %q", got, want)
 	}

@@ -14,9 +14,11 @@ the agent's answers. A pipe does not say when its reader waits, so the
 driver asks (stdin_request) as soon as the cell starts and again each time
 it has written the last answer into the FIFO; bash's `read` and programs
 then read as from any pipe. End of file closes the FIFO. The requests say
-"ahead": the agent does not tell the client that input is wanted. bash's
-`read -p` shows its prompt only on a terminal; init.bash's `read` prints
-it on stderr first.
+"ahead": the agent does not tell the client that input is wanted for
+them. init.bash's `read` does: it sends the driver SIGUSR1 (SIGUSR2 for
+read -s) when it is about to read the FIFO, and the driver, if the FIFO is
+empty, sends stdin_wait. It also prints read -p's prompt on stderr, which
+bash shows only on a terminal.
 
 Before a cell runs, a helper bash parses it without running anything; a
 syntax error is reported (Error "SyntaxError" with the line, Done exit_code
@@ -283,6 +285,18 @@ class StdinFeed:
             self.asked = True
             self.k.send({"type": "stdin_request", "cell": self.cell, "ahead": True})
 
+    def waiting(self, password):
+        """The shell's read is about to wait on the FIFO: if it is empty
+        and nothing waits to go into it, tell the agent."""
+        if not self.connected or self.fd is None or self.pending or self.eof or self.k.ch_closed:
+            return
+        if pending_bytes(self.fd) > 0:
+            return
+        msg = {"type": "stdin_wait", "cell": self.cell}
+        if password:
+            msg["password"] = True
+        self.k.send(msg)
+
     def close_fifo(self):
         if self.fd is not None:
             os.close(self.fd)
@@ -317,9 +331,11 @@ def drain(fd):
     return got
 
 
-def pending_bytes(sock):
+def pending_bytes(f):
+    """Bytes waiting in a socket or pipe (either end)."""
+    fd = f if isinstance(f, int) else f.fileno()
     try:
-        return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+        return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
     except OSError:
         return 0
 
@@ -473,6 +489,10 @@ class Kernel:
         os.set_blocking(wake_w, False)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGINT, self.on_sigint)
+        # init.bash's read says it is about to wait on open stdin.
+        self.wants = 0  # the signal, or 0
+        signal.signal(signal.SIGUSR1, self.on_want)
+        signal.signal(signal.SIGUSR2, self.on_want)
 
     def on_sigint(self, signum, frame):
         # Python runs this some bytecodes after the signal; between cells,
@@ -487,6 +507,9 @@ class Kernel:
             # The shell ignores SIGINT until the cell's code is read; pass the
             # interrupt on once it is armed.
             self.pending = True
+
+    def on_want(self, signum, frame):
+        self.wants = signum  # the wait for records acts on it
 
     def readline(self):
         """Returns the next request line, or None at the end.
@@ -655,6 +678,7 @@ class Kernel:
             except OSError as e:
                 self.error(cell, "OSError", "cannot keep the cell's stdin in a temporary file: %s" % e)
                 return self.done(cell, "error", 1)
+        self.wants = 0  # a read of an earlier cell's is not this one's
         try:
             self.shell.send(CELL_LINE, code, stdin)
             resends = 0
@@ -663,6 +687,10 @@ class Kernel:
                 if self.interrupted and self.armed and resends < len(RESEND):
                     deadline = self.interrupt_at + RESEND[resends]
                 rec = self.shell.record(deadline, self.wake_r, self.feed)
+                if self.wants:
+                    password, self.wants = self.wants == signal.SIGUSR2, 0
+                    if self.feed is not None:
+                        self.feed.waiting(password)
                 if rec is None:
                     if deadline is not None and time.monotonic() >= deadline:
                         resends += 1

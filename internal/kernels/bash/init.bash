@@ -154,22 +154,31 @@ logout() {
 
 # read -p prints its prompt only when the input is a terminal, and a cell's
 # stdin never is one: the prompt goes to stderr (fd 9 in __kiln_prompt)
-# first, as bash would print it, then the builtin reads.
+# first, as bash would print it, then the builtin reads. When it is about
+# to read the cell's open stdin (the driver's FIFO), the driver is told
+# (SIGUSR1, SIGUSR2 for -s: a secret), so that the client hears that input
+# is wanted; the driver asks ahead and cannot tell otherwise.
 read() {
 	{ \__kiln_prompt "$@"; } 9>&2 2>/dev/null
 	builtin read "$@"
 }
 
 __kiln_prompt() {
-	builtin local OPTIND=1 OPTARG o p='' fd=0 has=''
+	builtin local OPTIND=1 OPTARG o p='' fd=0 has='' sig=USR1 poll=''
 	while builtin getopts ':a:d:ei:n:N:p:rst:u:' o; do
 		case $o in
 		p) p=$OPTARG has=1 ;;
+		s) sig=USR2 ;;
+		t) [[ $OPTARG =~ ^0*(\.0*)?$ ]] && poll=1 ;;
 		u) fd=$OPTARG ;;
 		esac
 	done
-	[[ -n $has && $fd =~ ^[0-9]+$ ]] || builtin return 0
-	[[ -t $fd ]] || builtin printf '%s' "$p" >&9
+	[[ $fd =~ ^[0-9]+$ ]] || builtin return 0
+	[[ -z $has || -t $fd ]] || builtin printf '%s' "$p" >&9
+	if [[ -z $poll && -p $__kiln_in && /proc/self/fd/$fd -ef $__kiln_in ]]; then
+		builtin kill -s "$sig" "$PPID"
+	fi
+	builtin return 0
 }
 
 # __kiln_exit returns the status it was called with, for a bare `exit`.

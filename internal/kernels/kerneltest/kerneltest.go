@@ -207,7 +207,7 @@ func (k *Kernel) ExecInput(req kernelproto.Execute, in *Stdin, timeout time.Dura
 		if env.Cell != req.Cell {
 			k.T.Fatalf("message for cell %q while %q runs: %s", env.Cell, req.Cell, line)
 		}
-		if in.Handle(env) {
+		if in.Handle(env, line) {
 			continue
 		}
 		switch env.Type {
@@ -297,6 +297,8 @@ type Stdin struct {
 	data  []byte
 	eof   bool
 	asked int
+	reqs  []kernelproto.StdinRequest
+	waits []kernelproto.StdinWait
 	more  chan struct{}
 	asks  chan struct{}
 	ended chan struct{}
@@ -376,12 +378,42 @@ func (s *Stdin) stop() {
 	<-s.done
 }
 
-// Handle takes a stdin request; it says whether the message was one.
-func (s *Stdin) Handle(env kernelproto.Envelope) bool {
+// Requests returns the kernel's stdin requests so far.
+func (s *Stdin) Requests() []kernelproto.StdinRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]kernelproto.StdinRequest(nil), s.reqs...)
+}
+
+// Waits returns the kernel's stdin_wait messages so far.
+func (s *Stdin) Waits() []kernelproto.StdinWait {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]kernelproto.StdinWait(nil), s.waits...)
+}
+
+// Handle takes a stdin request, or notes a stdin_wait (line is the
+// message); it says whether the message was either.
+func (s *Stdin) Handle(env kernelproto.Envelope, line ...[]byte) bool {
+	if s != nil && env.Type == kernelproto.TStdinWait {
+		var w kernelproto.StdinWait
+		if len(line) > 0 {
+			json.Unmarshal(line[0], &w)
+		}
+		s.mu.Lock()
+		s.waits = append(s.waits, w)
+		s.mu.Unlock()
+		return true
+	}
 	if s == nil || env.Type != kernelproto.TStdinRequest {
 		return false
 	}
+	var r kernelproto.StdinRequest
+	if len(line) > 0 {
+		json.Unmarshal(line[0], &r)
+	}
 	s.mu.Lock()
+	s.reqs = append(s.reqs, r)
 	s.asked++
 	s.mu.Unlock()
 	s.asks <- struct{}{}

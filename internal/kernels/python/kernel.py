@@ -224,6 +224,7 @@ def _stdin(text):
 # steps, so that it lets go of the channel when its cell ends.
 
 _stdin_cell = None  # a token of the running cell if its stdin is open
+_password = False  # the read is getpass's
 
 
 def _ask_stdin(n):
@@ -242,7 +243,10 @@ def _ask_stdin(n):
     try:
         if _stdin_cell is not n:
             return b"", True, None
-        _send({"type": "stdin_request", "cell": _cell})
+        req = {"type": "stdin_request", "cell": _cell}
+        if _password:
+            req["password"] = True
+        _send(req)
         while True:
             msg = _pop()
             if msg is not None:
@@ -548,12 +552,41 @@ def _show(*args, **kwargs):
     _flush_figures()
 
 
-class _PyplotHook:
-    """Replaces pyplot.show when pyplot is first imported, without importing
-    matplotlib before the user does."""
+def _getpass(prompt="Password: ", stream=None):
+    """getpass.getpass in a cell: the prompt on stderr (or stream), then a
+    line of stdin, and the agent told that it is a secret. (The real one
+    would warn that it cannot turn echo off: stdin is not a terminal.)"""
+    global _password
+    s = stream or sys.stderr
+    s.write(prompt)
+    s.flush()
+    _password = True
+    try:
+        line = sys.stdin.readline()
+    finally:
+        _password = False
+    if not line:
+        raise EOFError
+    return line[:-1] if line.endswith("\n") else line
+
+
+def _patch_getpass(module):
+    module.getpass = _getpass
+
+
+def _patch_pyplot(module):
+    module.show = _show
+
+
+class _ImportHook:
+    """Patches modules when they are first imported, without importing them
+    before the user does: pyplot.show, getpass.getpass."""
+
+    _patches = {"matplotlib.pyplot": _patch_pyplot, "getpass": _patch_getpass}
 
     def find_spec(self, name, path=None, target=None):
-        if name != "matplotlib.pyplot":
+        patch = self._patches.get(name)
+        if patch is None:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -570,7 +603,7 @@ class _PyplotHook:
 
         def exec_module(module):
             orig(module)
-            module.show = _show
+            patch(module)
 
         loader.exec_module = exec_module
         return spec
@@ -974,7 +1007,7 @@ def _main():
     sys.argv = [""]
     sys.stdin = _NoStdin()
     os.read = _read_fd
-    sys.meta_path.insert(0, _PyplotHook())
+    sys.meta_path.insert(0, _ImportHook())
     handlers = {"execute": _execute, "complete": _complete, "check": _check}
     for msg in _messages():
         h = handlers.get(msg.get("type"))
