@@ -40,6 +40,7 @@
 //	POST   /v1/users                        UserRequest -> User (201, admin)
 //	GET    /v1/users                        []User (admin)
 //	GET    /v1/users/{id}                   User ("me" is the caller)
+//	GET    /v1/users/{id}/usage             UserUsage: budgets used and limits
 //	POST   /v1/users/{id}/keys              KeyRequest -> Key with Secret (201)
 //	GET    /v1/users/{id}/keys              []Key
 //	DELETE /v1/users/{id}/keys/{key}        revokes it (204)

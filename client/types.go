@@ -247,6 +247,34 @@ type User struct {
 	Created time.Time `json:"created"`
 }
 
+// Quota is one budget: how much is used and the most allowed (0: no
+// limit).
+type Quota struct {
+	Used  int64 `json:"used"`
+	Limit int64 `json:"limit"`
+}
+
+// UserUsage is what a user has used of the per-user budgets, and the
+// limits a session or run may ask for (GET /v1/users/{id}/usage). Past a
+// budget the answer is 429 quota_exceeded; past a maximum, 403 forbidden.
+type UserUsage struct {
+	UserID string `json:"user_id"`
+	// Sessions counts active sessions.
+	Sessions Quota `json:"sessions"`
+	// WorkspaceBytes adds up the active sessions' workspace limits.
+	WorkspaceBytes Quota `json:"workspace_bytes"`
+	// CPUSecondsToday is CPU time of cells and runs since 00:00 UTC.
+	CPUSecondsToday Quota `json:"cpu_seconds_today"`
+	// Renews is when the daily budgets start again.
+	Renews time.Time `json:"renews"`
+	// DefaultLimits is what a session or run gets when it asks for nothing.
+	DefaultLimits Limits `json:"default_limits"`
+	// MaxLimits is the most this user may ask for; an absent field has
+	// only kiln's own range (always so for an admin).
+	MaxLimits         Limits `json:"max_limits"`
+	MaxIdleTTLSeconds int64  `json:"max_idle_ttl_seconds"`
+}
+
 // KeyRequest creates an API key.
 type KeyRequest struct {
 	Name string `json:"name,omitempty"`

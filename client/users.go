@@ -33,6 +33,16 @@ func (c *Client) User(ctx context.Context, id string) (*User, error) {
 	return &out, nil
 }
 
+// Usage reports a user's budgets, used and allowed, and the limits a
+// session may ask for ("me" for the caller).
+func (c *Client) Usage(ctx context.Context, userID string) (*UserUsage, error) {
+	var out UserUsage
+	if err := c.doJSON(ctx, http.MethodGet, route("/v1/users/", userID, "/usage"), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // CreateKey makes an API key for a user ("me" for the caller). The
 // returned Key's Secret is the only copy: the server keeps a hash.
 func (c *Client) CreateKey(ctx context.Context, userID, name string) (*Key, error) {

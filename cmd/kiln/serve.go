@@ -40,6 +40,7 @@ Flags:
 type serveFlags struct {
 	listen, data, db, keyFile, logLevel string
 	logFormat, metricsAddr              string
+	config                              string
 	svc                                 service.Config
 	http                                server.Config
 }
@@ -60,6 +61,10 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "also serve GET /metrics with no API key on this address (host:port), for Prometheus; the API's /metrics needs an admin key")
 	fs.IntVar(&f.svc.PoolSize, "pool", sd.PoolSize, "warm Python sandboxes kept ready (0 disables)")
 	fs.DurationVar(&f.svc.IdleTTL, "idle-ttl", sd.IdleTTL, "a session's idle TTL when it asks for none")
+	fs.DurationVar(&f.svc.MaxIdleTTL, "max-idle-ttl", sd.MaxIdleTTL, "the longest idle TTL a non-admin may ask for")
+	addSessionLimitFlags(fs, &f.svc.DefaultLimits, &f.svc.MaxLimits)
+	fs.Int64Var(&f.svc.CPUSecondsPerDay, "cpu-seconds-per-day", 0, "CPU-seconds of cells and runs per user per UTC day; beyond, 429 (0: no budget)")
+	fs.StringVar(&f.config, "config", "", "a JSON file of settings, keyed by these flags' names: {\"max-memory\": \"4G\", \"pool\": 2}; flags on the command line win")
 	fs.IntVar(&f.svc.MaxSessionsPerUser, "max-sessions", sd.MaxSessionsPerUser, "active sessions per user")
 	fs.Int64Var(&f.svc.MaxWorkspaceBytesPerUser, "workspace-quota", sd.MaxWorkspaceBytesPerUser, "bytes of workspace per user, all active sessions together")
 	fs.IntVar(&f.svc.Concurrency, "concurrency", sd.Concurrency, "cells and runs at once, all users together (a slot is not a CPU: cgroups share those)")
@@ -84,6 +89,11 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "kiln serve: unexpected argument %q\n", fs.Arg(0))
 		return nil, errUsage
+	}
+	if f.config != "" {
+		if err := applyConfigFile(fs, f.config); err != nil {
+			return nil, err
+		}
 	}
 	if f.svc.PoolSize == 0 {
 		f.svc.PoolSize = -1 // the flag's 0 means off; the config's 0 means default

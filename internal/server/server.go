@@ -160,6 +160,7 @@ func (s *Server) register() {
 	s.handle("POST /v1/users", s.createUser)
 	s.handle("GET /v1/users", s.users)
 	s.handle("GET /v1/users/{id}", s.user)
+	s.handle("GET /v1/users/{id}/usage", s.usage)
 	s.handle("POST /v1/users/{id}/keys", s.createKey)
 	s.handle("GET /v1/users/{id}/keys", s.keys)
 	s.handle("DELETE /v1/users/{id}/keys/{key}", s.revokeKey)

@@ -136,3 +136,14 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
+
+func (s *Server) usage(w http.ResponseWriter, r *http.Request, c *call) error {
+	u, err := s.svc.Usage(r.Context(), c.user, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	quota := func(q service.Quota) client.Quota { return client.Quota{Used: q.Used, Limit: q.Limit} }
+	return writeJSON(w, http.StatusOK, client.UserUsage{UserID: u.UserID, Sessions: quota(u.Sessions),
+		WorkspaceBytes: quota(u.WorkspaceBytes), CPUSecondsToday: quota(u.CPUSeconds), Renews: u.Renews,
+		DefaultLimits: fromLimits(u.DefaultLimits), MaxLimits: fromLimits(u.MaxLimits), MaxIdleTTLSeconds: int64(u.MaxIdleTTL / time.Second)})
+}

@@ -38,7 +38,7 @@ type ExecEvents struct {
 
 const maxCellTimeout = 24 * time.Hour
 
-func (s *Service) checkCell(l *live, req *CellRequest) error {
+func (s *Service) checkCell(l *live, u store.User, req *CellRequest) error {
 	if req.Language == "" {
 		req.Language = l.rec.Languages[0]
 	}
@@ -59,6 +59,10 @@ func (s *Service) checkCell(l *live, req *CellRequest) error {
 	if req.Timeout < 0 || req.Timeout > maxCellTimeout {
 		return kiln.Errorf(kiln.Invalid, "timeout %v is outside the allowed range 0 (the session's) to %v", req.Timeout, maxCellTimeout)
 	}
+	if m := s.cfg.MaxLimits.Timeout; !u.Admin && m > 0 && req.Timeout > m {
+		return kiln.Errorf(kiln.Forbidden, "timeout_ms %d is over this server's maximum of %d (%v); ask for at most that (only an admin may ask for more)",
+			req.Timeout.Milliseconds(), m.Milliseconds(), m)
+	}
 	if req.Stdin != nil && len(*req.Stdin) > engine.MaxStdinBytes {
 		return kiln.Errorf(kiln.TooLarge, "stdin is over the %s allowed", kiln.FormatBytes(engine.MaxStdinBytes))
 	}
@@ -74,7 +78,10 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req 
 	if err != nil {
 		return store.Execution{}, err
 	}
-	if err := s.checkCell(l, &req); err != nil {
+	if err := s.checkCell(l, u, &req); err != nil {
+		return store.Execution{}, err
+	}
+	if err := s.checkBudget(u); err != nil {
 		return store.Execution{}, err
 	}
 	release := l.hold()
@@ -116,6 +123,7 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req 
 	if n := l.takeNotice(); n != "" {
 		res.Notice = joinNotice(n, res.Notice)
 	}
+	s.cpu.charge(u.ID, res.Usage.CPU)
 	end := time.Now()
 	done := context.WithoutCancel(ctx)
 	if err := s.finishExecution(done, u.ID, e.ID, res, end); err != nil {

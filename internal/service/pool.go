@@ -58,10 +58,10 @@ func startPool(size int, mk func() (*pooled, error), discard func(*pooled), setR
 	return p
 }
 
-// eligible says whether a pooled sandbox fits the spec: default limits
-// (pooled ones have them) and Python among the languages.
-func (p *pool) eligible(spec SessionSpec) bool {
-	return p.size > 0 && spec.Limits == (kiln.Limits{}) && slices.Contains(spec.Languages, "python")
+// eligible says whether a pooled sandbox fits the spec: the operator's
+// default limits (pooled ones have them) and Python among the languages.
+func (p *pool) eligible(spec SessionSpec, defaults kiln.Limits) bool {
+	return p.size > 0 && spec.Limits == defaults && slices.Contains(spec.Languages, "python")
 }
 
 // take hands a ready sandbox to use, if there is one, and reports whether
@@ -113,13 +113,13 @@ func (p *pool) fill() {
 func (s *Service) makePooled() (*pooled, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	lim := kiln.DefaultLimits()
+	lim := s.cfg.DefaultLimits.WithDefaults()
 	id := store.NewID()
 	path, err := s.ws.Create(id, lim.WorkspaceBytes, lim.Inodes)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{HostDir: path})
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: s.cfg.DefaultLimits, HostDir: path})
 	if err != nil {
 		s.ws.Remove(id)
 		return nil, err

@@ -35,6 +35,13 @@ type Config struct {
 
 	MaxSessionsPerUser       int   // active sessions of one user
 	MaxWorkspaceBytesPerUser int64 // the workspace limits of one user's active sessions, together
+	CPUSecondsPerDay         int64 // CPU time of one user's cells and runs per UTC day; 0: no budget
+
+	// DefaultLimits fill what a session or run does not ask for (zero
+	// fields: kiln's defaults). MaxLimits are the most a non-admin may
+	// ask for (zero fields: kiln's own ranges); admins may exceed them.
+	DefaultLimits kiln.Limits
+	MaxLimits     kiln.Limits
 
 	// The execution queue (see queue.go for the fairness bound). A slot
 	// is not a CPU: cgroups share the CPUs, and a sleeping cell holds a
@@ -122,6 +129,7 @@ type Service struct {
 
 	queue *queue
 	pool  *pool
+	cpu   *cpuBudget
 
 	mu       sync.Mutex
 	sessions map[string]*live // active sessions by id
@@ -136,6 +144,9 @@ type Service struct {
 // Close stops it.
 func New(ctx context.Context, cfg Config, st store.Store, eng *engine.Engine, log *slog.Logger) (*Service, error) {
 	cfg = cfg.withDefaults()
+	if err := cfg.checkLimitConfig(); err != nil {
+		return nil, err
+	}
 	if cfg.DataDir == "" {
 		return nil, errors.New("service: no data directory")
 	}
@@ -146,6 +157,7 @@ func New(ctx context.Context, cfg Config, st store.Store, eng *engine.Engine, lo
 	s := &Service{
 		cfg: cfg, store: st, engine: eng, ws: ws, log: log,
 		queue:    newQueue(cfg.Concurrency, cfg.UserConcurrency, cfg.QueueLength, cfg.UserQueueLength),
+		cpu:      newCPUBudget(time.Now),
 		sessions: map[string]*live{},
 		starting: map[string]int{},
 		stop:     make(chan struct{}),

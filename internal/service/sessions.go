@@ -39,7 +39,7 @@ const (
 	ReasonLost    = "workspace lost: it was kept in memory (tmpfs workspaces), which a restart of the machine, or of kiln in a mount namespace of its own (its systemd unit), empties"
 )
 
-func (s *Service) checkSpec(spec *SessionSpec) error {
+func (s *Service) checkSpec(u store.User, spec *SessionSpec) error {
 	if len(spec.Languages) > maxLanguages {
 		return kiln.Errorf(kiln.Invalid, "a session may name at most %d languages", maxLanguages)
 	}
@@ -60,11 +60,16 @@ func (s *Service) checkSpec(spec *SessionSpec) error {
 	if err := spec.Limits.Validate(); err != nil {
 		return err
 	}
+	lim, err := s.capLimits(u, spec.Limits)
+	if err != nil {
+		return err
+	}
+	spec.Limits = lim
 	if spec.IdleTTL == 0 {
 		spec.IdleTTL = s.cfg.IdleTTL
 	}
-	if spec.IdleTTL < time.Second || spec.IdleTTL > s.cfg.MaxIdleTTL {
-		return kiln.Errorf(kiln.Invalid, "idle TTL %v is outside the allowed range 1s to %v", spec.IdleTTL, s.cfg.MaxIdleTTL)
+	if err := s.checkIdleTTL(u, spec.IdleTTL); err != nil {
+		return err
 	}
 	if spec.Network != "" && spec.Network != "none" {
 		return kiln.Errorf(kiln.Invalid, "network policy %q is not available; allowed: none", spec.Network)
@@ -97,7 +102,7 @@ func trunc(s string, n int) string {
 // CreateSession makes a session for u: from the warm pool when the spec
 // allows, else a new sandbox.
 func (s *Service) CreateSession(ctx context.Context, u store.User, spec SessionSpec) (store.Session, error) {
-	if err := s.checkSpec(&spec); err != nil {
+	if err := s.checkSpec(u, &spec); err != nil {
 		return store.Session{}, err
 	}
 	lim := spec.Limits.WithDefaults()
@@ -110,7 +115,7 @@ func (s *Service) CreateSession(ctx context.Context, u store.User, spec SessionS
 
 	start := time.Now()
 	var l *live
-	pooled := s.pool.eligible(spec) && s.pool.take(func(p *pooled) { l = s.adopt(p, u, spec) })
+	pooled := s.pool.eligible(spec, s.cfg.DefaultLimits) && s.pool.take(func(p *pooled) { l = s.adopt(p, u, spec) })
 	if !pooled {
 		if l, err = s.freshSession(ctx, u, spec, lim); err != nil {
 			s.metrics.SandboxFailure("create")
@@ -138,13 +143,8 @@ func (s *Service) CreateSession(ctx context.Context, u store.User, spec SessionS
 func (s *Service) reserve(userID string, wsBytes int64) (func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, bytes := s.starting[userID], int64(0)
-	for _, l := range s.sessions {
-		if l.rec.UserID == userID {
-			n++
-			bytes += l.rec.Limits.WithDefaults().WorkspaceBytes
-		}
-	}
+	n, bytes := s.activeOfLocked(userID)
+	n += s.starting[userID]
 	if n >= s.cfg.MaxSessionsPerUser {
 		return nil, kiln.Errorf(kiln.QuotaExceeded, "you have %d active sessions, the most allowed; end one (DELETE /v1/sessions/{id}) first", n)
 	}
@@ -160,6 +160,23 @@ func (s *Service) reserve(userID string, wsBytes int64) (func(), error) {
 		}
 		s.mu.Unlock()
 	}, nil
+}
+
+// activeOf counts u's active sessions and their workspace limits.
+func (s *Service) activeOf(userID string) (int, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.activeOfLocked(userID)
+}
+
+func (s *Service) activeOfLocked(userID string) (n int, bytes int64) {
+	for _, l := range s.sessions {
+		if l.rec.UserID == userID {
+			n++
+			bytes += l.rec.Limits.WithDefaults().WorkspaceBytes
+		}
+	}
+	return n, bytes
 }
 
 // freshSession makes a workspace and a sandbox on it.

@@ -36,6 +36,8 @@ var wireTypes = map[string]reflect.Type{
 	"Language":       reflect.TypeFor[client.Language](),
 	"UserRequest":    reflect.TypeFor[client.UserRequest](),
 	"User":           reflect.TypeFor[client.User](),
+	"Quota":          reflect.TypeFor[client.Quota](),
+	"UserUsage":      reflect.TypeFor[client.UserUsage](),
 	"KeyRequest":     reflect.TypeFor[client.KeyRequest](),
 	"Key":            reflect.TypeFor[client.Key](),
 	"Problem":        reflect.TypeFor[client.Problem](),
