@@ -84,11 +84,11 @@ const (
 func (q *queue) enter(user string) (*ticket, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if u := q.users[user]; u != nil && u.waiting >= q.userLength {
-		return nil, kiln.Errorf(kiln.QuotaExceeded, "you have %d cells and runs waiting, the most one user may; wait for some to finish", u.waiting)
-	}
 	if q.waiting >= q.length {
 		return nil, ErrQueueFull
+	}
+	if u := q.users[user]; u != nil && u.waiting >= q.userLength {
+		return nil, kiln.Errorf(kiln.QuotaExceeded, "you have %d cells and runs waiting, the most one user may; wait for some to finish", u.waiting)
 	}
 	u := q.user(user)
 	q.waiting++

@@ -244,4 +244,11 @@ func TestQueueUserShareOfTheLine(t *testing.T) {
 	if _, err := q.enter("bob"); err != nil {
 		t.Fatalf("bob after alice's share is full: %v", err)
 	}
+	// A full queue is the server's condition, whoever asks.
+	q = newQueue(1, 1, 1, 1)
+	runNow(t, "a", mustEnter(t, q, "alice"))
+	mustEnter(t, q, "alice")
+	if _, err := q.enter("alice"); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("a full queue whose one place is alice's: err = %v, want ErrQueueFull", err)
+	}
 }
