@@ -122,9 +122,10 @@ type Event struct {
 	Error *Problem `json:"error,omitempty"`
 	// Position is a queued event's place in line (1: next to start).
 	Position int `json:"position,omitempty"`
-	// Reason is why a queued event's cell waits: "user" (the user's own
-	// cells hold all the slots one user may have) or "server" (every slot
-	// of the server is taken).
+	// Reason is why a queued event's cell waits: "session" (the session's
+	// previous cell still runs), "user" (the user's own cells hold all the
+	// slots one user may have) or "server" (every slot of the server is
+	// taken). A cell may be queued for its session, then for a slot.
 	Reason string `json:"reason,omitempty"`
 	// Prompt is an input_request event's prompt: the cell's output since
 	// its last newline or its last read (what input("Name: ") printed), at
@@ -136,7 +137,7 @@ type Event struct {
 }
 
 // Stream event types, in the order they come: queued (only when the cell
-// waits for a slot), started, then stdout, stderr, display and
+// waits for its session or a slot), started, then stdout, stderr, display and
 // input_request as they happen, then done or error.
 const (
 	EventQueued  = "queued"

@@ -28,8 +28,9 @@ type CellRequest struct {
 }
 
 // ExecEvents receive a cell's progress; any may be nil. Queued comes
-// first, once, when the cell has to wait for a slot; then Started, with
-// the execution's id and sequence number.
+// first when the cell has to wait: for the session's running cell
+// (reason session), then for a slot (user or server), once for each;
+// then Started, with the execution's id and sequence number.
 type ExecEvents struct {
 	engine.Events
 	Queued  func(Place)
@@ -92,7 +93,11 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req 
 	}
 	defer t.release()
 	queued := time.Now()
-	if err := l.lockCells(ctx); err != nil {
+	if err := l.lockCells(ctx, func(n int) {
+		if ev.Queued != nil {
+			ev.Queued(Place{Position: n, Reason: WaitSession})
+		}
+	}); err != nil {
 		return store.Execution{}, err
 	}
 	defer l.unlockCells()

@@ -92,3 +92,61 @@ func TestLongCellsOfOneUserDoNotStallAnother(t *testing.T) {
 	}
 	t.Logf("bob's print(1) took %v with %d of alice's cells sleeping", took, n-1)
 }
+
+// TestCellBehindItsSessionsCellSaysSo: a second cell sent to a session
+// whose cell still runs is told it waits for that one (reason session),
+// then runs once the first ends.
+func TestCellBehindItsSessionsCellSaysSo(t *testing.T) {
+	ts := newTestService(t, Config{})
+	ctx := ctxT(t, 2*time.Minute)
+	u := ts.user(t, "carol", false)
+	sess, err := ts.CreateSession(ctx, u, SessionSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed := make(chan struct{}, 1)
+	first := make(chan error, 1)
+	go func() {
+		_, err := ts.Exec(ctx, u, sess.ID, CellRequest{Code: "import time\nprint('zzz', flush=True)\ntime.sleep(90)", Timeout: 2 * time.Minute},
+			ExecEvents{Events: engine.Events{Stdout: func([]byte) {
+				select {
+				case printed <- struct{}{}:
+				default:
+				}
+			}}})
+		first <- err
+	}()
+	select {
+	case <-printed:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the first cell did not start")
+	}
+	var mu sync.Mutex
+	var places []Place
+	second := make(chan error, 1)
+	go func() {
+		e, err := ts.Exec(ctx, u, sess.ID, CellRequest{Code: "print(2)"}, ExecEvents{Queued: func(p Place) {
+			mu.Lock()
+			places = append(places, p)
+			mu.Unlock()
+			if p.Reason == WaitSession {
+				ts.Interrupt(ctx, u, sess.ID)
+			}
+		}})
+		if err == nil && e.Status != string(kiln.StatusOK) {
+			err = fmt.Errorf("status %s", e.Status)
+		}
+		second <- err
+	}()
+	if err := <-second; err != nil {
+		t.Fatalf("the second cell: %v", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("the first cell: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(places) != 1 || places[0] != (Place{Position: 1, Reason: WaitSession}) {
+		t.Errorf("the second cell's queued events: %+v, want one at position 1 with reason session", places)
+	}
+}

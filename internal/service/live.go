@@ -22,6 +22,7 @@ type live struct {
 	sess       *engine.Session // nil until needed
 	notice     string          // told with the next cell, then cleared
 	busy       int             // running cells, open streams, file operations
+	cellsAhead int             // cells waiting for this session's running one
 	lastActive time.Time
 	ended      bool
 	endReason  string // why it ended, for a cell that was running then
@@ -86,8 +87,27 @@ func (l *live) takeNotice() string {
 	return n
 }
 
-// lockCells waits for the session's turn to run a cell.
-func (l *live) lockCells(ctx context.Context) error {
+// lockCells waits for the session's turn to run a cell. queued, when
+// not nil, is told the cell's place among the session's waiting cells
+// when it has to wait.
+func (l *live) lockCells(ctx context.Context, queued func(position int)) error {
+	select {
+	case l.cells <- struct{}{}:
+		return nil
+	default:
+	}
+	l.mu.Lock()
+	l.cellsAhead++
+	position := l.cellsAhead
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.cellsAhead--
+		l.mu.Unlock()
+	}()
+	if queued != nil {
+		queued(position)
+	}
 	select {
 	case l.cells <- struct{}{}:
 		return nil

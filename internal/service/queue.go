@@ -51,14 +51,15 @@ var ErrQueueFull = &kiln.Error{Kind: kiln.Unavailable, Message: "the execution q
 
 // Why a cell waits, as the queued event says.
 const (
-	WaitUser   = "user"   // the user's own cells hold all the user's slots
-	WaitServer = "server" // every slot of the server is taken
+	WaitSession = "session" // the session's previous cell runs (cells of a session run in order)
+	WaitUser    = "user"    // the user's own cells hold all the user's slots
+	WaitServer  = "server"  // every slot of the server is taken
 )
 
 // Place is a waiting cell's place in line: Position 1 is next.
 type Place struct {
 	Position int
-	Reason   string // WaitUser or WaitServer
+	Reason   string // WaitSession, WaitUser or WaitServer
 }
 
 // ticket is one request's place: entered, in line, running, then done.
