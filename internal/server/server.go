@@ -108,6 +108,8 @@ type Server struct {
 	// notebook).
 	UI http.Handler
 
+	ui uiSessions // the web notebook's sign-ins (cookie.go)
+
 	langOnce sync.Once // languages are detected once: each takes a runtime start
 	langList []client.Language
 }
@@ -165,7 +167,11 @@ func (s *Server) register() {
 	s.handle("GET /v1/users/{id}/keys", s.keys)
 	s.handle("DELETE /v1/users/{id}/keys/{key}", s.revokeKey)
 	s.handle("GET /v1/audit", s.audit)
-	s.mux.HandleFunc("GET /{$}", s.home) // until the web notebook: a page saying what is here
+	s.mux.HandleFunc("GET /{$}", s.serveUI) // the web notebook (ui.go)
+	s.mux.HandleFunc("GET /assets/", s.serveUI)
+	s.mux.HandleFunc("GET /ui/frame.html", serveFrame)
+	s.mux.HandleFunc("POST /ui/signin", s.signIn)
+	s.mux.HandleFunc("POST /ui/signout", s.signOut)
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, kiln.Errorf(kiln.NotFound, "no such API route: %s %s (see /v1/openapi.json)", r.Method, trunc(r.URL.Path, 200)))
 	})
@@ -233,6 +239,13 @@ func (s *Server) public(pattern string, h func(w http.ResponseWriter, r *http.Re
 func (s *Server) authenticate(r *http.Request) (*call, error) {
 	auth := r.Header.Get("Authorization")
 	scheme, key, ok := strings.Cut(auth, " ")
+	if auth == "" { // the web notebook's session cookie (cookie.go)
+		var err error
+		if key, ok, err = s.cookieKey(r); err != nil {
+			return nil, err
+		}
+		scheme = "Bearer"
+	}
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return nil, kiln.Errorf(kiln.Unauthenticated, "send an API key as \"Authorization: Bearer KEY\"")
 	}
