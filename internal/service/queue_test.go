@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,5 +252,56 @@ func TestQueueUserShareOfTheLine(t *testing.T) {
 	mustEnter(t, q, "alice")
 	if _, err := q.enter("alice"); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("a full queue whose one place is alice's: err = %v, want ErrQueueFull", err)
+	}
+}
+
+// TestQueueUnderChurn: many users entering, waiting, giving up and
+// finishing at once never exceed the caps, never lose a slot, and leave
+// the queue empty.
+func TestQueueUnderChurn(t *testing.T) {
+	const maxRun, perUser = 4, 2
+	q := newQueue(maxRun, perUser, 1000, 1000)
+	var wg sync.WaitGroup
+	var over atomic.Int64
+	for g := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			user := fmt.Sprintf("u%d", g%7)
+			for i := range 100 {
+				tk, err := q.enter(user)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				if i%5 == 0 {
+					cancel() // gives up at once, or soon
+				}
+				if err := tk.run(ctx, nil); err == nil {
+					q.mu.Lock()
+					if q.running > maxRun || q.users[user].running > perUser {
+						over.Add(1)
+					}
+					q.mu.Unlock()
+					time.Sleep(time.Duration(i%3) * 100 * time.Microsecond)
+				}
+				tk.release()
+				cancel()
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the queue stalled: depth %d running %d ring %v", q.depth(), q.busy(), q.ring)
+	}
+	if over.Load() > 0 {
+		t.Errorf("%d admissions went over a cap", over.Load())
+	}
+	if q.depth() != 0 || q.busy() != 0 || len(q.users) != 0 || len(q.ring) != 0 {
+		t.Errorf("after all released: depth %d running %d users %v ring %v", q.depth(), q.busy(), q.users, q.ring)
 	}
 }
