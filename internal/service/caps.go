@@ -108,55 +108,95 @@ func (s *Service) checkIdleTTL(u store.User, ttl time.Duration) error {
 }
 
 // cpuBudget counts each user's CPU time per UTC day, cells and one-shot
-// runs together. It lives in memory: a restart of kiln starts the day's
-// count again.
+// runs together. The store keeps the count (store.Usage), so a restart
+// does not start the day again; a cache saves a read per cell.
 type cpuBudget struct {
-	now  func() time.Time
+	now   func() time.Time
+	store store.Usage // nil: memory only (tests)
+
 	mu   sync.Mutex
 	day  string
-	used map[string]time.Duration
+	used map[string]time.Duration // users whose count for day is known
 }
 
-func newCPUBudget(now func() time.Time) *cpuBudget {
-	return &cpuBudget{now: now, used: map[string]time.Duration{}}
+func newCPUBudget(now func() time.Time, st store.Usage) *cpuBudget {
+	return &cpuBudget{now: now, store: st, used: map[string]time.Duration{}}
 }
 
-// roll starts a new day's count when the UTC date changed; b.mu is held.
-func (b *cpuBudget) roll() time.Time {
+// roll starts a new day's count when the UTC date changed, and returns
+// the day and when it ends; b.mu is held.
+func (b *cpuBudget) roll() (string, time.Time) {
 	now := b.now().UTC()
 	if day := now.Format(time.DateOnly); day != b.day {
 		b.day, b.used = day, map[string]time.Duration{}
 	}
 	y, m, d := now.Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+	return b.day, time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
 }
 
-func (b *cpuBudget) charge(user string, d time.Duration) {
+// load reads the user's count for the day from the store, once; b.mu is
+// held.
+func (b *cpuBudget) load(ctx context.Context, user, day string) (time.Duration, error) {
+	if used, ok := b.used[user]; ok || b.store == nil {
+		return used, nil
+	}
+	used, err := b.store.CPU(ctx, user, day)
+	if err != nil {
+		return 0, err
+	}
+	b.used[user] = used
+	return used, nil
+}
+
+func (b *cpuBudget) charge(ctx context.Context, user string, d time.Duration) error {
 	if d <= 0 {
-		return
+		return nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.roll()
+	day, _ := b.roll()
+	if b.store != nil {
+		if err := b.store.AddCPU(ctx, user, day, d); err != nil {
+			delete(b.used, user) // read it again next time
+			return err
+		}
+		if _, ok := b.used[user]; !ok {
+			_, err := b.load(ctx, user, day) // the store's count has d
+			return err
+		}
+	}
 	b.used[user] += d
+	return nil
 }
 
 // today is the user's CPU time today and when the count starts again.
-func (b *cpuBudget) today(user string) (time.Duration, time.Time) {
+func (b *cpuBudget) today(ctx context.Context, user string) (time.Duration, time.Time, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	renews := b.roll()
-	return b.used[user], renews
+	day, renews := b.roll()
+	used, err := b.load(ctx, user, day)
+	return used, renews, err
+}
+
+// chargeCPU adds a finished cell's or run's CPU time to u's day; a store
+// failure is logged, not returned, because the work has happened.
+func (s *Service) chargeCPU(ctx context.Context, u store.User, d time.Duration) {
+	if err := s.cpu.charge(context.WithoutCancel(ctx), u.ID, d); err != nil {
+		s.log.Error("record cpu usage", "user", u.ID, "err", err)
+	}
 }
 
 // checkBudget refuses a cell or run when the user has used the day's CPU
 // budget. A cell that runs over it finishes; the next one is refused.
-func (s *Service) checkBudget(u store.User) error {
+func (s *Service) checkBudget(ctx context.Context, u store.User) error {
 	limit := time.Duration(s.cfg.CPUSecondsPerDay) * time.Second
 	if limit <= 0 {
 		return nil
 	}
-	used, renews := s.cpu.today(u.ID)
+	used, renews, err := s.cpu.today(ctx, u.ID)
+	if err != nil {
+		return err
+	}
 	if used < limit {
 		return nil
 	}
@@ -195,12 +235,15 @@ func (s *Service) Usage(ctx context.Context, caller store.User, id string) (User
 	if err != nil {
 		return UserUsage{}, err
 	}
-	return s.usageOf(u)
+	return s.usageOf(ctx, u)
 }
 
-func (s *Service) usageOf(u store.User) (UserUsage, error) {
+func (s *Service) usageOf(ctx context.Context, u store.User) (UserUsage, error) {
 	n, bytes := s.activeOf(u.ID)
-	cpu, renews := s.cpu.today(u.ID)
+	cpu, renews, err := s.cpu.today(ctx, u.ID)
+	if err != nil {
+		return UserUsage{}, err
+	}
 	out := UserUsage{UserID: u.ID,
 		Sessions:       Quota{int64(n), int64(s.cfg.MaxSessionsPerUser)},
 		WorkspaceBytes: Quota{bytes, s.cfg.MaxWorkspaceBytesPerUser},

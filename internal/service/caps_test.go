@@ -1,6 +1,9 @@
 package service
 
 import (
+	"context"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +11,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/metrics"
 	"github.com/kiln-dev/kiln/internal/store"
+	"github.com/kiln-dev/kiln/internal/store/sqlite"
 )
 
 // capService is a service with only its policy: enough for the checks
@@ -19,7 +23,7 @@ func capService(t *testing.T, cfg Config, now func() time.Time) *Service {
 		t.Fatal(err)
 	}
 	zero := func() float64 { return 0 }
-	return &Service{cfg: cfg, cpu: newCPUBudget(now), metrics: metrics.New(zero, zero, zero), sessions: map[string]*live{}, starting: map[string]int{}}
+	return &Service{cfg: cfg, cpu: newCPUBudget(now, nil), log: slog.New(slog.DiscardHandler), metrics: metrics.New(zero, zero, zero), sessions: map[string]*live{}, starting: map[string]int{}}
 }
 
 var (
@@ -123,22 +127,23 @@ func TestCPUBudgetPerDay(t *testing.T) {
 	cfg := operatorCaps()
 	cfg.CPUSecondsPerDay = 10
 	s := capService(t, cfg, func() time.Time { return now })
-	if err := s.checkBudget(someone); err != nil {
+	ctx := context.Background()
+	if err := s.checkBudget(ctx, someone); err != nil {
 		t.Fatal(err)
 	}
-	s.cpu.charge(someone.ID, 9*time.Second)
-	if err := s.checkBudget(someone); err != nil {
+	s.chargeCPU(ctx, someone, 9*time.Second)
+	if err := s.checkBudget(ctx, someone); err != nil {
 		t.Fatalf("9 of 10 CPU-seconds used: %v", err)
 	}
-	s.cpu.charge(someone.ID, 2*time.Second)
-	err := s.checkBudget(someone)
+	s.chargeCPU(ctx, someone, 2*time.Second)
+	err := s.checkBudget(ctx, someone)
 	if kiln.KindOf(err) != kiln.QuotaExceeded || !strings.Contains(err.Error(), "10") || !strings.Contains(err.Error(), "2026-03-02T00:00:00Z") {
 		t.Fatalf("11 of 10 CPU-seconds used: err = %v, want quota_exceeded naming the budget and when it renews", err)
 	}
-	if err := s.checkBudget(admin); err != nil {
+	if err := s.checkBudget(ctx, admin); err != nil {
 		t.Errorf("another user is not charged for someone's CPU: %v", err)
 	}
-	u, err := s.usageOf(someone)
+	u, err := s.usageOf(ctx, someone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +154,41 @@ func TestCPUBudgetPerDay(t *testing.T) {
 		t.Errorf("usage limits: %+v", u)
 	}
 	now = now.Add(2 * time.Hour)
-	if err := s.checkBudget(someone); err != nil {
+	if err := s.checkBudget(ctx, someone); err != nil {
 		t.Errorf("the next UTC day: %v", err)
+	}
+}
+
+// TestCPUBudgetSurvivesARestart: the day's count is in the store, so a
+// new service on the same store (a restart) still refuses the user.
+func TestCPUBudgetSurvivesARestart(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "kiln.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u := store.User{Name: "spender"}
+	if err := st.CreateUser(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	cfg := operatorCaps()
+	cfg.CPUSecondsPerDay = 10
+	now := func() time.Time { return time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC) }
+	before := capService(t, cfg, now)
+	before.cpu = newCPUBudget(now, st)
+	before.chargeCPU(ctx, u, 6*time.Second)
+	before.chargeCPU(ctx, u, 6*time.Second)
+	if err := before.checkBudget(ctx, u); kiln.KindOf(err) != kiln.QuotaExceeded {
+		t.Fatalf("12 of 10 CPU-seconds: err = %v, want quota_exceeded", err)
+	}
+	after := capService(t, cfg, now)
+	after.cpu = newCPUBudget(now, st)
+	if err := after.checkBudget(ctx, u); kiln.KindOf(err) != kiln.QuotaExceeded {
+		t.Errorf("after a restart: err = %v, want quota_exceeded", err)
+	}
+	usage, err := after.usageOf(ctx, u)
+	if err != nil || usage.CPUSeconds.Used != 12 {
+		t.Errorf("after a restart: usage %+v, err %v; want 12 CPU-seconds used", usage.CPUSeconds, err)
 	}
 }

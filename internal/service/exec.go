@@ -82,7 +82,7 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req 
 	if err := s.checkCell(l, u, &req); err != nil {
 		return store.Execution{}, err
 	}
-	if err := s.checkBudget(u); err != nil {
+	if err := s.checkBudget(ctx, u); err != nil {
 		return store.Execution{}, err
 	}
 	release := l.hold()
@@ -128,7 +128,7 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req 
 	if n := l.takeNotice(); n != "" {
 		res.Notice = joinNotice(n, res.Notice)
 	}
-	s.cpu.charge(u.ID, res.Usage.CPU)
+	s.chargeCPU(ctx, u, res.Usage.CPU)
 	end := time.Now()
 	done := context.WithoutCancel(ctx)
 	if err := s.finishExecution(done, u.ID, e.ID, res, end); err != nil {

@@ -31,7 +31,7 @@ func (s *Service) Run(ctx context.Context, u store.User, r engine.Run) (RunResul
 		return RunResult{}, err
 	}
 	r.Limits = lim
-	if err := s.checkBudget(u); err != nil {
+	if err := s.checkBudget(ctx, u); err != nil {
 		return RunResult{}, err
 	}
 	t, err := s.enterQueue(u)
@@ -57,7 +57,7 @@ func (s *Service) Run(ctx context.Context, u store.User, r engine.Run) (RunResul
 		return RunResult{}, err
 	}
 	out.Result = res
-	s.cpu.charge(u.ID, res.Usage.CPU)
+	s.chargeCPU(ctx, u, res.Usage.CPU)
 	s.metrics.Execution(res.Language, string(res.Status), wait, time.Since(start))
 	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "run", CodeHash: store.HashCode(r.Code), Outcome: string(res.Status),
 		Detail: jsonDetail(map[string]any{"language": res.Language})})

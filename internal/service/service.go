@@ -157,7 +157,7 @@ func New(ctx context.Context, cfg Config, st store.Store, eng *engine.Engine, lo
 	s := &Service{
 		cfg: cfg, store: st, engine: eng, ws: ws, log: log,
 		queue:    newQueue(cfg.Concurrency, cfg.UserConcurrency, cfg.QueueLength, cfg.UserQueueLength),
-		cpu:      newCPUBudget(time.Now),
+		cpu:      newCPUBudget(time.Now, st),
 		sessions: map[string]*live{},
 		starting: map[string]int{},
 		stop:     make(chan struct{}),

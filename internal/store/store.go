@@ -29,6 +29,7 @@ type Store interface {
 	Executions
 	Artifacts
 	Audit
+	Usage
 	Close() error
 }
 
@@ -113,6 +114,15 @@ type Artifacts interface {
 	// were recorded, only one execution's when executionID is not empty;
 	// ErrNotFound if the user does not own the session (or execution).
 	ListArtifacts(ctx context.Context, userID, sessionID, executionID string, p Page) ([]Artifact, string, error)
+}
+
+// Usage is what users consumed, for the per-user daily budgets.
+type Usage interface {
+	// AddCPU adds d to the user's CPU time for the UTC day (YYYY-MM-DD);
+	// concurrent calls add up.
+	AddCPU(ctx context.Context, userID, day string, d time.Duration) error
+	// CPU returns the user's CPU time for the day, 0 when none was used.
+	CPU(ctx context.Context, userID, day string) (time.Duration, error)
 }
 
 // Audit is the append-only log: entries can be added and read, never

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Audit", testAudit},
 		{"AuditAppendOnly", testAuditAppendOnly},
 		{"InvalidCursor", testInvalidCursor},
+		{"CPUUsage", testCPUUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
@@ -680,5 +681,36 @@ func ConcurrentStart(t *testing.T, open func(context.Context) (*store.DB, error)
 	}
 	if rows != store.LatestVersion() {
 		t.Errorf("schema_migrations has %d rows, want %d", rows, store.LatestVersion())
+	}
+}
+
+func testCPUUsage(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	u := store.User{Name: "cpu"}
+	must(t, "create user", s.CreateUser(ctx, &u))
+	got, err := s.CPU(ctx, u.ID, "2026-03-01")
+	must(t, "cpu before any", err)
+	if got != 0 {
+		t.Errorf("cpu before any = %v, want 0", got)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.AddCPU(ctx, u.ID, "2026-03-01", 250*time.Millisecond); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	must(t, "another day", s.AddCPU(ctx, u.ID, "2026-03-02", time.Second))
+	got, err = s.CPU(ctx, u.ID, "2026-03-01")
+	must(t, "cpu", err)
+	if got != 2*time.Second {
+		t.Errorf("cpu after 8 concurrent adds of 250ms = %v, want 2s", got)
+	}
+	if got, _ := s.CPU(ctx, u.ID, "2026-03-02"); got != time.Second {
+		t.Errorf("the next day's cpu = %v, want 1s", got)
 	}
 }
