@@ -61,11 +61,11 @@ func addSessionLimitFlags(fs *flag.FlagSet, def, max *kiln.Limits) {
 		prefix, what string
 		lim          *kiln.Limits
 	}{{"default", "a session or run gets when it asks for none", def}, {"max", "a non-admin may ask for (admins may exceed it)", max}} {
-		fs.Var(sizeValue{&l.lim.MemoryBytes}, l.prefix+"-memory", "memory "+l.what+", e.g. 1G")
-		fs.Var(cpusValue{&l.lim.CPUMillis}, l.prefix+"-cpus", "CPUs "+l.what+", e.g. 0.5")
+		fs.Var(sizeValue{&l.lim.MemoryBytes}, l.prefix+"-memory", "memory (a `size`: 512M, 1G) "+l.what)
+		fs.Var(cpusValue{&l.lim.CPUMillis}, l.prefix+"-cpus", "`CPUs` (0.5, 2) "+l.what)
 		fs.Int64Var(&l.lim.Pids, l.prefix+"-pids", 0, "processes and threads "+l.what)
-		fs.DurationVar(&l.lim.Timeout, l.prefix+"-timeout", 0, "cell timeout "+l.what+", e.g. 30s")
-		fs.Var(sizeValue{&l.lim.WorkspaceBytes}, l.prefix+"-disk", "workspace size "+l.what+", e.g. 2G")
+		fs.DurationVar(&l.lim.Timeout, l.prefix+"-timeout", 0, "cell timeout (30s, 5m) "+l.what)
+		fs.Var(sizeValue{&l.lim.WorkspaceBytes}, l.prefix+"-disk", "workspace disk (a `size`: 2G) "+l.what)
 	}
 }
 
