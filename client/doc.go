@@ -45,4 +45,9 @@
 //	GET    /v1/users/{id}/keys              []Key
 //	DELETE /v1/users/{id}/keys/{key}        revokes it (204)
 //	GET    /v1/audit                        ?user=&session=&limit=&cursor= -> AuditList (admin)
+//	GET    /v1/tools                        ?format=openai|anthropic -> kiln's tools as function definitions
+//	POST   /v1/tools/call                   {"name", "arguments"} -> a tool result for the model
+//
+// kiln serve also serves MCP (streamable HTTP, the same bearer key) at
+// /mcp, with the same tools.
 package client

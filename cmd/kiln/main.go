@@ -67,6 +67,7 @@ Usage:
   kiln doctor                            what this host supports and lacks
   kiln bench [flags]                     measure sandbox overhead and throughput
   kiln serve [flags]                     the HTTP API service (no web UI yet)
+  kiln mcp [--server URL --key KEY]      kiln's tools for an MCP host, on stdio
   kiln admin key [flags]                 a new admin API key, made on the server's host
   kiln session create|ls|get|rm ...      sessions on a kiln server (remote)
   kiln exec [flags] SESSION [CODE|-]     run a cell in a remote session
@@ -96,6 +97,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return serveCmd(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCmd(ctx, args[1:], stdout, stderr)
 	case "admin":
 		return adminCmd(ctx, args[1:], stdout, stderr)
 	case "session":

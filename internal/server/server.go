@@ -167,6 +167,10 @@ func (s *Server) register() {
 	s.handle("GET /v1/users/{id}/keys", s.keys)
 	s.handle("DELETE /v1/users/{id}/keys/{key}", s.revokeKey)
 	s.handle("GET /v1/audit", s.audit)
+	s.handle("GET /v1/tools", s.listTools)
+	s.handle("POST /v1/tools/call", s.callTool)
+	// MCP over streamable HTTP, authenticated in mcpHandler (tools.go).
+	s.mux.Handle("/mcp", s.mcpHandler())
 	s.mux.HandleFunc("GET /{$}", s.serveUI) // the web notebook (ui.go)
 	s.mux.HandleFunc("GET /assets/", s.serveUI)
 	s.mux.HandleFunc("GET /ui/frame.html", serveFrame)
@@ -323,7 +327,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, r, s.log, err)
 		return
 	}
-	if s.UI != nil && !strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != "/metrics" {
+	if s.UI != nil && !strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != "/metrics" && r.URL.Path != "/mcp" {
 		s.UI.ServeHTTP(rec, r)
 		return
 	}

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/mcp"
+	"github.com/kiln-dev/kiln/internal/tools"
+)
+
+// The function-calling routes and /mcp serve internal/tools' one table.
+// A call goes back through this server in process (tools.InProcess) with
+// the caller's own key, so it has every rule of the REST route it uses.
+
+// ToolCall is POST /v1/tools/call's body: one call as a model made it.
+// Arguments is a JSON object, or a string holding one (OpenAI sends the
+// arguments as a string).
+type ToolCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// ToolCallResult is its answer. Text is the whole result as one string
+// (an OpenAI "tool" message's content); Content has the parts, images
+// among them, for APIs that take blocks (an Anthropic tool_result).
+type ToolCallResult struct {
+	Name    string       `json:"name"`
+	IsError bool         `json:"is_error"`
+	Text    string       `json:"text"`
+	Content []tools.Part `json:"content"`
+}
+
+func (s *Server) listTools(w http.ResponseWriter, r *http.Request, c *call) error {
+	defs, err := tools.Definitions(r.URL.Query().Get("format"))
+	if err != nil {
+		return kiln.Errorf(kiln.Invalid, "%v", err)
+	}
+	return writeJSON(w, http.StatusOK, defs)
+}
+
+func (s *Server) callTool(w http.ResponseWriter, r *http.Request, c *call) error {
+	var in ToolCall
+	if err := decode(w, r, s.cfg.MaxRunBytes, &in); err != nil {
+		return err
+	}
+	if in.Name == "" {
+		return kiln.Errorf(kiln.Invalid, "name is required: one of %s (GET /v1/tools lists them)", strings.Join(tools.Names(), ", "))
+	}
+	args := in.Arguments
+	var str string
+	if json.Unmarshal(args, &str) == nil {
+		args = json.RawMessage(str)
+	}
+	cl, err := tools.InProcess(s, bearerKey(r), r.RemoteAddr)
+	if err != nil {
+		return kiln.Wrap(kiln.Internal, err, "cannot make the tool's client")
+	}
+	res := tools.Call(r.Context(), cl, in.Name, args, nil)
+	return writeJSON(w, http.StatusOK, ToolCallResult{Name: in.Name, IsError: res.IsError, Text: res.Text(), Content: res.Content})
+}
+
+// bearerKey is the request's API key, already authenticated.
+func bearerKey(r *http.Request) string {
+	_, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	return strings.TrimSpace(key)
+}
+
+// mcpHandler serves MCP's streamable HTTP at /mcp. Each request is
+// authenticated and rate-limited as an API route is, before MCP reads it.
+func (s *Server) mcpHandler() http.Handler {
+	return mcp.HTTPHandler(mcp.Version, s, func(w http.ResponseWriter, r *http.Request) bool {
+		noteRoute(w, r)
+		c, err := s.authenticate(r)
+		if err == nil {
+			noteUser(w, c.user.ID)
+			err = checkScope(r, c.key)
+		}
+		if err == nil {
+			err = s.limits.allow(c.user.ID, c.key.ID)
+		}
+		if err != nil {
+			writeError(w, r, s.log, err)
+			return false
+		}
+		return true
+	})
+}
