@@ -1,0 +1,170 @@
+// Package mcp_test drives kiln's MCP server with a client kiln did not
+// write: the official MCP TypeScript SDK (client.mjs, its version pinned
+// by package-lock.json; scripts/deps --test installs it). Over stdio it
+// starts `kiln mcp`; over streamable HTTP it talks to a real `kiln serve`.
+// The benchmarks compare a warm `1+1` tool call over stdio and over HTTP
+// with the same cell through the REST API.
+package mcp_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var kilnBin string
+
+func TestMain(m *testing.M) {
+	if os.Geteuid() != 0 {
+		fmt.Println("skipping: these tests need root to make sandboxes")
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "kiln-mcp-test")
+	if err != nil {
+		panic(err)
+	}
+	kilnBin = filepath.Join(dir, "kiln")
+	build := exec.Command("go", "build", "-o", kilnBin, "../../cmd/kiln")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Printf("build kiln: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// needClient skips without root, Node.js or the SDK's installed package.
+func needClient(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make sandboxes")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("needs Node.js (node) to run the MCP TypeScript SDK; scripts/deps installs it")
+	}
+	if _, err := os.Stat("node_modules/@modelcontextprotocol/sdk/package.json"); err != nil {
+		t.Skip("needs the MCP TypeScript SDK in test/mcp/node_modules: run scripts/deps --test (npm ci in test/mcp)")
+	}
+}
+
+// node runs client.mjs with args and fails the test with its output
+// when it fails.
+func node(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{"client.mjs"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node client.mjs %s:\n%s", args[0], out)
+	if err != nil {
+		t.Fatalf("the TypeScript MCP client failed (%v); its output is above", err)
+	}
+	return string(out)
+}
+
+// TestTypeScriptClientStdio: an MCP host starts `kiln mcp` and uses
+// every kind of tool: a plot arrives as an image, a session keeps a
+// variable, a file is written and read, an unknown language is a tool
+// error.
+func TestTypeScriptClientStdio(t *testing.T) {
+	needClient(t)
+	out := node(t, "stdio", kilnBin)
+	for _, want := range []string{"ok: plot arrived as image/png", "kept x between calls", "ok: wrote, read and listed a file",
+		"read as a resource", "ok: unknown language is a tool error", "ok: closed the session"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the client did not report %q", want)
+		}
+	}
+	// kiln mcp removes its temporary data directory and its sessions'
+	// workspaces when the host closes it.
+	if m, _ := filepath.Glob(filepath.Join(os.TempDir(), "kiln-mcp-*")); len(m) > 0 {
+		for _, d := range m {
+			if fi, err := os.Stat(filepath.Join(d, "kiln.db")); err == nil && time.Since(fi.ModTime()) < time.Minute {
+				t.Errorf("kiln mcp left %s behind", d)
+			}
+		}
+	}
+}
+
+// TestTypeScriptClientHTTP: the same over streamable HTTP at /mcp of a
+// real kiln serve; a wrong key is refused.
+func TestTypeScriptClientHTTP(t *testing.T) {
+	needClient(t)
+	s := startServe(t)
+	out := node(t, "http", s.url+"/mcp", s.key)
+	if !strings.Contains(out, "ok: closed the session") {
+		t.Errorf("the client did not finish")
+	}
+	node(t, "badkey", s.url+"/mcp")
+}
+
+// serve is a `kiln serve` process.
+type serve struct {
+	url, key string
+	cmd      *exec.Cmd
+}
+
+var addrRE = regexp.MustCompile(`msg="kiln serving" addr=(\S+)`)
+
+// startServe runs kiln serve on a free port with its own data directory,
+// and stops it at the end of the test.
+func startServe(t testing.TB) *serve {
+	t.Helper()
+	data := t.TempDir()
+	os.Chmod(filepath.Dir(data), 0o711) // the sandboxes' users reach their workspaces below it
+	os.Chmod(data, 0o711)
+	keyFile := filepath.Join(data, "admin.key")
+	cmd := exec.Command(kilnBin, "serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-key-file", keyFile,
+		"--pool", "1", "--workspaces", "tmpfs", "--rate", "10000", "--burst", "10000")
+	stderr, _ := cmd.StderrPipe()
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logs.WriteString(sc.Text() + "\n")
+			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	s := &serve{cmd: cmd}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("kiln serve did not stop on SIGTERM")
+		}
+	})
+	select {
+	case addr := <-found:
+		s.url = "http://" + addr
+	case <-time.After(60 * time.Second):
+		t.Fatalf("kiln serve did not start:\n%s", logs.String())
+	}
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.key = strings.TrimSpace(string(b))
+	return s
+}
