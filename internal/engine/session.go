@@ -171,7 +171,7 @@ func (s *Session) checkCell(c Cell) (*lang.Language, error) {
 }
 
 func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Events) (kiln.CellResult, error) {
-	spec, ok := kernels.REPL(l.Name)
+	spec, ok := l.KernelSpec()
 	if !ok || len(spec.Argv) == 0 {
 		return kiln.CellResult{}, kiln.Errorf(kiln.Unsupported, "the %s kernel is not available yet", l.Name)
 	}
@@ -308,7 +308,7 @@ func (s *Session) query(language, code string) (protocol.KernelQuery, error) {
 	if err != nil {
 		return protocol.KernelQuery{}, err
 	}
-	spec, ok := kernels.REPL(l.Name)
+	spec, ok := l.KernelSpec()
 	if !ok || len(spec.Argv) == 0 {
 		return protocol.KernelQuery{}, kiln.Errorf(kiln.Unsupported, "%s has no kernel to ask", l.Name)
 	}

@@ -14,9 +14,9 @@ var (
 	bashInit string
 )
 
-// bashKernel runs the driver with -I (isolated: a workspace file named like
+// Bash runs the driver with -I (isolated: a workspace file named like
 // a standard module cannot replace it) and -S (no site, a faster start).
-func bashKernel() Spec {
+func Bash() Spec {
 	return Spec{
 		Language: "bash",
 		Argv:     []string{"/usr/bin/python3", "-I", "-S", "-c", bashDriver, bashInit},

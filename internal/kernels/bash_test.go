@@ -112,10 +112,7 @@ func runShell(k *localKernel, code string) shellResult {
 
 func startBash(t *testing.T, dir string) *localKernel {
 	t.Helper()
-	spec, ok := REPL("bash")
-	if !ok {
-		t.Fatal("no bash kernel")
-	}
+	spec := Bash()
 	if _, err := os.Stat("/usr/bin/bash"); err != nil {
 		t.Skipf("bash not installed: %v", err)
 	}
@@ -542,7 +539,7 @@ func roundTrip(k *localKernel, code string, n int) time.Duration {
 // TestBashArgv: the kernel travels on the command line, where one argument
 // may not exceed 128 KiB (MAX_ARG_STRLEN).
 func TestBashArgv(t *testing.T) {
-	spec, _ := REPL("bash")
+	spec := Bash()
 	if spec.Language != "bash" || len(spec.Argv) < 2 || spec.Argv[0] != "/usr/bin/python3" {
 		t.Fatalf("spec = %+v", spec)
 	}

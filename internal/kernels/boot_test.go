@@ -13,15 +13,19 @@ import (
 // kernels' command lines are short, carry none of their source, and the
 // kernels work, arguments after the source (bash's init) included.
 func TestBootCommandLine(t *testing.T) {
-	for _, tc := range []struct{ lang, code, want string }{
-		{"python", "import sys\nprint(1 + 1, sys.argv)", "2 ['']\n"},
-		{"javascript", "console.log(1 + 1, typeof f, typeof r)", "2 undefined undefined\n"},
-		{"typescript", "const n: number = 1 + 1; console.log(n)", "2\n"},
-		{"bash", "echo $((1 + 1)); declare -F | grep -c __kiln_ >/dev/null && echo init", "2\ninit\n"},
-		{"sql", "select 1 + 1 as two;", ""},
+	for _, tc := range []struct {
+		lang       string
+		kernel     func() Spec
+		code, want string
+	}{
+		{"python", Python, "import sys\nprint(1 + 1, sys.argv)", "2 ['']\n"},
+		{"javascript", JavaScript, "console.log(1 + 1, typeof f, typeof r)", "2 undefined undefined\n"},
+		{"typescript", TypeScript, "const n: number = 1 + 1; console.log(n)", "2\n"},
+		{"bash", Bash, "echo $((1 + 1)); declare -F | grep -c __kiln_ >/dev/null && echo init", "2\ninit\n"},
+		{"sql", SQL, "select 1 + 1 as two;", ""},
 	} {
 		t.Run(tc.lang, func(t *testing.T) {
-			spec, _ := REPL(tc.lang)
+			spec := tc.kernel()
 			if tc.lang == "typescript" {
 				if _, err := os.Stat(typescriptDir + "/package.json"); err != nil {
 					t.Skipf("the TypeScript compiler is not installed: %v", err)

@@ -28,10 +28,10 @@ func nodeSpec(language string) Spec {
 	}
 }
 
-// javascriptKernel runs JavaScript cells on Node.js. Top-level
+// JavaScript runs JavaScript cells on Node.js. Top-level
 // declarations persist between cells and may be declared again, top-level
 // await works, and display() and its helpers (display.html, .markdown,
 // .svg, .png, .json, .mime, .text) send rich output. A cell's stdin is
 // process.stdin (readline works on it, open stdin included); fs.readSync(0)
 // sees an empty stdin. See node/kernel.js.
-func javascriptKernel() Spec { return nodeSpec("javascript") }
+func JavaScript() Spec { return nodeSpec("javascript") }

@@ -12,7 +12,7 @@ import (
 
 func startJS(t *testing.T) *localKernel {
 	t.Helper()
-	return startLocal(t, javascriptKernel(), "")
+	return startLocal(t, JavaScript(), "")
 }
 
 // result returns the text/plain of the cell's execute_result, "" if none,
@@ -495,7 +495,7 @@ func TestJavaScriptKernelSourceSize(t *testing.T) {
 // again, and top-level await still works (its declarations stay in the
 // cell).
 func TestJavaScriptWithoutTypeScript(t *testing.T) {
-	spec := javascriptKernel()
+	spec := JavaScript()
 	spec.Env = append(spec.Env, "KILN_TYPESCRIPT=/nonexistent")
 	k := startLocal(t, spec, "")
 	runSteps(t, k, []cellStep{

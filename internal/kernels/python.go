@@ -39,7 +39,8 @@ import _ "embed"
 //go:embed python/kernel.py
 var pythonSource string
 
-func pythonKernel() Spec {
+// Python is the Python kernel (pythonSource) on python3.
+func Python() Spec {
 	return Spec{
 		Language: "python",
 		Argv:     []string{"/usr/bin/python3", "-u", "-c", pythonSource},

@@ -20,7 +20,7 @@ import (
 // Python's.
 func startPython(t *testing.T) *localKernel {
 	t.Helper()
-	k := startLocal(t, pythonKernel(), "")
+	k := startLocal(t, Python(), "")
 	if k.Ready.Language != "python" || !strings.HasPrefix(k.Ready.Version, "3.") {
 		t.Fatalf("ready = %+v, want language python and a 3.x version", k.Ready)
 	}

@@ -9,10 +9,10 @@ import _ "embed"
 //go:embed sql/kernel.py
 var sqlSource string
 
-// sqlKernel runs the kernel with -I (isolated: a workspace file named like
+// SQL runs the kernel with -I (isolated: a workspace file named like
 // a standard module cannot replace it) and -S (no site, a faster start).
 // KILN_SQL_DB, from the session's environment, names another database file.
-func sqlKernel() Spec {
+func SQL() Spec {
 	return Spec{
 		Language: "sql",
 		Argv:     []string{"/usr/bin/python3", "-I", "-S", "-c", sqlSource},

@@ -15,10 +15,7 @@ import (
 
 func startSQL(t *testing.T, dir string, env ...string) *localKernel {
 	t.Helper()
-	spec, ok := REPL("sql")
-	if !ok {
-		t.Fatal("no sql kernel")
-	}
+	spec := SQL()
 	spec.Env = append(spec.Env, env...)
 	return startLocal(t, spec, dir)
 }
@@ -338,7 +335,7 @@ func TestSQLTiming(t *testing.T) {
 // TestSQLArgv: the kernel travels on the command line, where one argument
 // may not exceed 128 KiB (MAX_ARG_STRLEN).
 func TestSQLArgv(t *testing.T) {
-	spec, _ := REPL("sql")
+	spec := SQL()
 	if spec.Language != "sql" || len(spec.Argv) < 2 || spec.Argv[0] != "/usr/bin/python3" {
 		t.Fatalf("spec = %+v", spec)
 	}

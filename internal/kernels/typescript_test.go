@@ -14,7 +14,7 @@ func startTS(t *testing.T) *localKernel {
 	if _, err := os.Stat(typescriptDir + "/package.json"); err != nil {
 		t.Skipf("the TypeScript compiler is not installed: %v", err)
 	}
-	return startLocal(t, typescriptKernel(), "")
+	return startLocal(t, TypeScript(), "")
 }
 
 // cellError runs a cell that must fail and returns its error.
@@ -199,7 +199,7 @@ func TestTypeScriptOutputAndDisplay(t *testing.T) {
 }
 
 func TestTypeScriptWithoutCompiler(t *testing.T) {
-	spec := typescriptKernel()
+	spec := TypeScript()
 	spec.Env = append(spec.Env, "KILN_TYPESCRIPT=/nonexistent")
 	k := startLocal(t, spec, "")
 	if !strings.Contains(k.Ready.Version, "TypeScript missing") {

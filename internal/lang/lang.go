@@ -1,5 +1,6 @@
-// Package lang is the table of languages kiln runs: how each is named, which
-// host binary runs it and how a program file becomes an argv.
+// Package lang is the registry of languages kiln runs (registry.go): how
+// each is named, its kind, which host binary runs it, its file extensions,
+// whether it runs one-shot, its version probe and its kernel.
 package lang
 
 import (
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/kernels"
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
@@ -25,17 +27,29 @@ const (
 	Program Kind = "program"
 )
 
-// Language is one entry of the table.
+// Language is one entry of the registry: everything kiln knows about a
+// language. Adding a language is one entry in registry.go (plus its kernel
+// source or its toolchain's build steps, and its tests); Check says what an
+// entry lacks.
 type Language struct {
-	Name    string   // canonical name
-	Aliases []string // other names a user may type
-	Kind    Kind
-	Ext     string   // file extension of a program, with the dot
-	Binary  string   // absolute path on the host; must lie in the sandbox's read-only root
-	Args    []string // argv before the program file, for a one-shot run of a script
-	Env     []string // extra environment for programs
-	Version []string // argv that prints the version (run with Binary unless it starts with "/")
-	Package string   // what to install when Binary is missing
+	Name      string   // canonical name
+	Aliases   []string // other names a user may type
+	Kind      Kind
+	Ext       string   // extension of a program file (main<Ext>), with the dot
+	OtherExts []string // other extensions of its source files (case-sensitive, as the compiler reads them)
+	Binary    string   // absolute path on the host; must lie in the sandbox's read-only root
+	// RunsOneShot: kiln run runs a file of it directly, Binary Args file
+	// (Argv), with no kernel and no build.
+	RunsOneShot bool
+	Args        []string // argv before the program file, for a one-shot run
+	Env         []string // extra environment for its programs and its kernel
+	Version     []string // argv that prints the version (run with Binary unless it starts with "/")
+	Package     string   // what to install when Binary is missing
+	// Kernel says how to start a REPL language's kernel. Program languages
+	// have none: their toolchain (how to build and run them) is in package
+	// programs, keyed by Name, because programs imports lang (see
+	// docs/ARCHITECTURE.md, "Languages").
+	Kernel func() kernels.Spec
 }
 
 // Argv is the command line that runs the program file.
@@ -43,73 +57,23 @@ func (l *Language) Argv(file string) []string {
 	return append(append([]string{l.Binary}, l.Args...), file)
 }
 
-// table lists every language; keep it sorted by name.
-var table = []Language{
-	{
-		Name: "bash", Aliases: []string{"sh", "shell"}, Kind: REPL, Ext: ".sh",
-		Binary: "/usr/bin/bash", Version: []string{"--version"}, Package: "the Debian package bash",
-	},
-	{
-		Name: "c", Kind: Program, Ext: ".c",
-		Binary: "/usr/bin/gcc", Version: []string{"--version"}, Package: "the Debian package gcc",
-	},
-	{
-		Name: "cpp", Aliases: []string{"c++", "cxx"}, Kind: Program, Ext: ".cpp",
-		Binary: "/usr/bin/g++", Version: []string{"--version"}, Package: "the Debian package g++",
-	},
-	{
-		Name: "fortran", Aliases: []string{"f90", "gfortran"}, Kind: Program, Ext: ".f90",
-		Binary: "/usr/bin/gfortran", Version: []string{"--version"}, Package: "the Debian package gfortran",
-	},
-	{
-		Name: "go", Aliases: []string{"golang"}, Kind: Program, Ext: ".go",
-		Binary: "/usr/local/go/bin/go", Version: []string{"version"}, Package: "Go in /usr/local/go",
-	},
-	{
-		Name: "java", Kind: Program, Ext: ".java",
-		Binary: "/usr/bin/javac", Version: []string{"-version"}, Package: "the Debian package openjdk-17-jdk-headless",
-	},
-	{
-		Name: "javascript", Aliases: []string{"js", "node", "nodejs"}, Kind: REPL, Ext: ".js",
-		Binary: "/usr/bin/node", Version: []string{"--version"}, Package: "the Debian package nodejs",
-	},
-	{
-		Name: "php", Kind: Program, Ext: ".php",
-		Binary: "/usr/bin/php", Version: []string{"--version"}, Package: "the Debian package php-cli",
-	},
-	{
-		Name: "python", Aliases: []string{"python3", "py"}, Kind: REPL, Ext: ".py",
-		Binary: "/usr/bin/python3", Version: []string{"--version"}, Package: "the Debian package python3",
-		Env: []string{"PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/matplotlib"},
-	},
-	{
-		Name: "ruby", Aliases: []string{"rb"}, Kind: Program, Ext: ".rb",
-		Binary: "/usr/bin/ruby", Version: []string{"--version"}, Package: "the Debian package ruby",
-	},
-	{
-		Name: "rust", Aliases: []string{"rs"}, Kind: Program, Ext: ".rs",
-		Binary: "/usr/bin/rustc", Version: []string{"--version"}, Package: "the Debian package rustc",
-	},
-	{
-		Name: "sql", Aliases: []string{"sqlite"}, Kind: REPL, Ext: ".sql",
-		Binary:  "/usr/bin/python3",
-		Version: []string{"-c", "import sqlite3; print('SQLite', sqlite3.sqlite_version)"},
-		Package: "the Debian package python3 (its sqlite3 module)",
-	},
-	{
-		Name: "typescript", Aliases: []string{"ts"}, Kind: REPL, Ext: ".ts",
-		Binary:  "/usr/local/lib/node_modules/typescript/bin/tsc",
-		Version: []string{"/usr/bin/node", "/usr/local/lib/node_modules/typescript/bin/tsc", "--version"},
-		Package: "the TypeScript compiler (npm install -g --prefix /usr/local typescript)",
-	},
+// Exts is every extension of the language's source files, Ext first.
+func (l *Language) Exts() []string {
+	return append([]string{l.Ext}, l.OtherExts...)
 }
 
-// oneShot lists the languages `kiln run` runs today, as a script file.
-var oneShot = map[string]bool{"bash": true, "javascript": true, "python": true}
-
 // OneShot reports whether a language can run a script file directly
-// (Argv); the others need a kernel.
-func (l *Language) OneShot() bool { return oneShot[l.Name] }
+// (Argv); the others need a kernel or a build.
+func (l *Language) OneShot() bool { return l.RunsOneShot }
+
+// KernelSpec is how to start the language's REPL kernel, and false for a
+// language that has none.
+func (l *Language) KernelSpec() (kernels.Spec, bool) {
+	if l.Kernel == nil {
+		return kernels.Spec{}, false
+	}
+	return l.Kernel(), true
+}
 
 // All returns every language, sorted by name.
 func All() []Language { return append([]Language(nil), table...) }
@@ -144,11 +108,16 @@ func Lookup(name string) (*Language, error) {
 	return nil, kiln.Errorf(kiln.Invalid, "unknown language %q; supported languages: %s", name, strings.Join(Names(), ", "))
 }
 
-// ByExt finds a language by a file name's extension.
+// ByExt finds a language by a file name's extension: an exact match of
+// any of its extensions first (main.C is C++), then one that ignores case.
 func ByExt(file string) (*Language, error) {
-	for i := range table {
-		if strings.HasSuffix(strings.ToLower(file), table[i].Ext) {
-			return &table[i], nil
+	for _, fold := range []bool{false, true} {
+		for i := range table {
+			for _, ext := range table[i].Exts() {
+				if strings.HasSuffix(file, ext) || fold && strings.HasSuffix(strings.ToLower(file), strings.ToLower(ext)) {
+					return &table[i], nil
+				}
+			}
 		}
 	}
 	return nil, kiln.Errorf(kiln.Invalid, "cannot tell the language of %q from its extension; give --lang (one of %s)", file, strings.Join(Names(), ", "))

@@ -2,9 +2,11 @@ package lang
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kiln-dev/kiln/internal/kernels"
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
@@ -39,6 +41,60 @@ func TestByExt(t *testing.T) {
 	if _, err := ByExt("hello.txt"); err == nil {
 		t.Error("ByExt(hello.txt) succeeded, want an error")
 	}
+	// Every extension of the registry counts, and an exact match wins over
+	// one that ignores case (.C is C++, .c is C).
+	for file, want := range map[string]string{"a.cc": "cpp", "b.C": "cpp", "c.c": "c", "d.F90": "fortran", "e.for": "fortran", "f.PY": "python"} {
+		if l, err := ByExt(file); err != nil || l.Name != want {
+			t.Errorf("ByExt(%s) = %v, %v; want %s", file, l, err, want)
+		}
+	}
+}
+
+// TestRegistryComplete: every language says its kind, its kernel (REPL) or
+// none (program: package programs' TestToolchainsMatchRegistry checks its
+// toolchain), its extensions, its runtime, its version probe and what to
+// install; no two claim a name, an alias or an extension.
+func TestRegistryComplete(t *testing.T) {
+	for _, p := range checkRegistry(table) {
+		t.Error(p)
+	}
+}
+
+// TestRegistryCheckFindsGaps: the check above fails for each kind of gap.
+func TestRegistryCheckFindsGaps(t *testing.T) {
+	good := Language{Name: "cobol", Kind: Program, Ext: ".cob", Binary: "/usr/bin/cobc", Version: []string{"--version"}, Package: "gnucobol"}
+	if p := good.Check(); len(p) != 0 {
+		t.Fatalf("a complete entry has problems: %q", p)
+	}
+	for _, tc := range []struct {
+		name   string
+		spoil func(*Language)
+		want   string
+	}{
+		{"no kernel", func(l *Language) { l.Kind = REPL }, "needs a kernel"},
+		{"kernel of another language", func(l *Language) { l.Kind, l.Kernel = REPL, kernels.Python }, `"python"`},
+		{"kernel on a program", func(l *Language) { l.Kernel = kernels.Python }, "not a kernel"},
+		{"one-shot program", func(l *Language) { l.RunsOneShot = true }, "one-shot"},
+		{"no extension", func(l *Language) { l.Ext = "" }, "extension"},
+		{"bad extension", func(l *Language) { l.OtherExts = []string{"cbl"} }, `"cbl"`},
+		{"no version probe", func(l *Language) { l.Version = nil }, "version probe"},
+		{"relative binary", func(l *Language) { l.Binary = "cobc" }, "absolute"},
+		{"no install hint", func(l *Language) { l.Package = "" }, "install hint"},
+		{"no kind", func(l *Language) { l.Kind = "" }, "kind"},
+	} {
+		l := good
+		tc.spoil(&l)
+		if p := strings.Join(l.Check(), "; "); !strings.Contains(p, tc.want) {
+			t.Errorf("%s: problems %q, want one with %q", tc.name, p, tc.want)
+		}
+	}
+	dup := append(All(), Language{Name: "pythonic", Aliases: []string{"py"}, Kind: Program, Ext: ".py", Binary: "/usr/bin/x", Version: []string{"-v"}, Package: "x"})
+	p := strings.Join(checkRegistry(dup), "; ")
+	for _, want := range []string{`name "py" is python's`, `extension ".py" is python's`} {
+		if !strings.Contains(p, want) {
+			t.Errorf("a duplicate alias and extension: problems %q, want one with %q", p, want)
+		}
+	}
 }
 
 func TestBinariesInSandboxRoot(t *testing.T) {
@@ -61,8 +117,12 @@ func TestMissingRuntimeSaysWhatToInstall(t *testing.T) {
 
 func TestDetectListsEveryLanguage(t *testing.T) {
 	infos := Detect(context.Background())
-	if len(infos) != len(All()) {
-		t.Fatalf("Detect returned %d languages, want %d", len(infos), len(All()))
+	var got []string
+	for _, info := range infos {
+		got = append(got, info.Name)
+	}
+	if want := Names(); !slices.Equal(got, want) {
+		t.Fatalf("Detect lists %q, want the registry's %q", got, want)
 	}
 	for _, info := range infos {
 		if info.Found == (info.Problem != "") {

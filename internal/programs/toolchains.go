@@ -35,8 +35,10 @@ const (
 // toolchain says how one language builds and runs a program. The table is
 // the policy a reviewer reads: every flag of every compiler is here.
 type toolchain struct {
-	entry   string   // the default entry when it is not main<ext>
-	sources []string // extensions of the files the build compiles, case-sensitive
+	entry string // the default entry when it is not main<ext>
+	// sources are the extensions of the files the build compiles,
+	// case-sensitive: the language's, from the registry (init below).
+	sources []string
 	headers []string // extensions or exact names of other files the build reads
 	scope   scope
 	// cellReads says which workspace files a cell's code may read (headers,
@@ -171,9 +173,13 @@ func (tc *toolchain) isInput(name string) bool {
 	})
 }
 
+// toolchains has the build policy of each program language of package
+// lang's registry, by name: the registry says what the language is (its
+// compiler, extensions, version probe), this table how it is built. It is
+// keyed rather than held by the registry because programs imports lang;
+// TestToolchainsMatchRegistry keeps the two in step.
 var toolchains = map[string]*toolchain{
 	"c": {
-		sources:   []string{".c"},
 		headers:   []string{".h", ".inc"},
 		scope:     tree,
 		cellReads: headerOf(".h", ".inc"),
@@ -182,7 +188,6 @@ var toolchains = map[string]*toolchain{
 		parse:     parseGCC,
 	},
 	"cpp": {
-		sources:   []string{".cpp", ".cc", ".cxx", ".c++", ".C"},
 		headers:   []string{".h", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc"},
 		scope:     tree,
 		cellReads: headerOf(".h", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc"),
@@ -191,7 +196,6 @@ var toolchains = map[string]*toolchain{
 		parse:     parseGCC,
 	},
 	"fortran": {
-		sources:   []string{".f90", ".f95", ".f03", ".f08", ".f", ".for", ".F90", ".F95", ".F03", ".F08", ".F"},
 		headers:   []string{".inc", ".h"},
 		scope:     tree,
 		cellReads: headerOf(".inc", ".h"),
@@ -209,7 +213,6 @@ var toolchains = map[string]*toolchain{
 		parse: parseGCC,
 	},
 	"go": {
-		sources: []string{".go"},
 		headers: []string{"go.mod", "go.sum", "go.work"},
 		scope:   tree,
 		prepare: goMod,
@@ -269,7 +272,6 @@ var toolchains = map[string]*toolchain{
 	},
 	"java": {
 		entry:     "Main.java",
-		sources:   []string{".java"},
 		scope:     tree,
 		cellReads: func(name string) bool { return strings.HasSuffix(name, ".java") },
 		build: func(j *job) step {
@@ -289,8 +291,7 @@ var toolchains = map[string]*toolchain{
 		parse: parseJavac,
 	},
 	"php": {
-		sources: []string{".php"},
-		scope:   entryOnly,
+		scope: entryOnly,
 		build: func(j *job) step {
 			return step{argv: append(append([]string{j.l.Binary}, phpINI(j)...), "-l", j.entryArg())}
 		},
@@ -300,15 +301,13 @@ var toolchains = map[string]*toolchain{
 		parse: parsePHP,
 	},
 	"ruby": {
-		sources: []string{".rb"},
-		scope:   entryOnly,
-		build:   func(j *job) step { return step{argv: []string{j.l.Binary, "-wc", j.entryArg()}} },
-		run:     func(j *job) step { return step{argv: []string{j.l.Binary, j.entryArg()}} },
-		parse:   parseRuby,
+		scope: entryOnly,
+		build: func(j *job) step { return step{argv: []string{j.l.Binary, "-wc", j.entryArg()}} },
+		run:   func(j *job) step { return step{argv: []string{j.l.Binary, j.entryArg()}} },
+		parse: parseRuby,
 	},
 	"rust": {
-		sources: []string{".rs"},
-		scope:   tree,
+		scope: tree,
 		tests: func(j *job, in *inputs) {
 			j.test, j.notes = rustTests(in.files[path.Join(j.dir, j.entry)], path.Join(j.dir, j.entry))
 		},
@@ -328,6 +327,16 @@ var toolchains = map[string]*toolchain{
 		run:   runBinary,
 		parse: parseRustc,
 	},
+}
+
+// init takes each toolchain's sources from its language's extensions, so
+// that they are written once, in the registry.
+func init() {
+	for name, tc := range toolchains {
+		if l, err := lang.Lookup(name); err == nil {
+			tc.sources = l.Exts()
+		}
+	}
 }
 
 // gcc is the build of gcc and g++: every source of the directory.

@@ -19,7 +19,6 @@ import (
 	"github.com/kiln-dev/kiln/internal/backend/native"
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kernelproto"
-	"github.com/kiln-dev/kiln/internal/kernels"
 	"github.com/kiln-dev/kiln/internal/kernels/kerneltest"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
@@ -289,7 +288,7 @@ func TestREPLCompatibility(t *testing.T) {
 	for _, language := range replLanguages {
 		t.Run(language, func(t *testing.T) {
 			l, _ := lang.Lookup(language)
-			spec, ok := kernels.REPL(language)
+			spec, ok := l.KernelSpec()
 			if !ok || len(spec.Argv) == 0 {
 				t.Fatalf("%s has no kernel", language)
 			}
