@@ -5,7 +5,6 @@ import (
 
 	"github.com/kiln-dev/kiln/client"
 	"github.com/kiln-dev/kiln/internal/kiln"
-	"github.com/kiln-dev/kiln/internal/protocol"
 	"github.com/kiln-dev/kiln/internal/store"
 )
 
@@ -52,10 +51,6 @@ func fromKey(k store.APIKey) client.Key {
 		LastUsed: optTime(k.LastUsed), Revoked: optTime(k.Revoked), Expires: optTime(k.Expires), Scope: k.Scope}
 }
 
-func fromFileInfo(dir string, fi protocol.FileInfo) client.FileInfo {
-	p := fi.Name
-	if dir != "" && dir != "." {
-		p = dir + "/" + fi.Name
-	}
-	return client.FileInfo{Path: p, Name: fi.Name, Type: fi.Type, Size: fi.Size, Mode: fi.Mode, ModTime: time.Unix(0, fi.ModTime).UTC()}
+func fromFileInfo(fi kiln.FileInfo) client.FileInfo {
+	return client.FileInfo{Path: fi.Path, Name: fi.Name, Type: fi.Type, Size: fi.Size, Mode: fi.Mode, ModTime: fi.ModTime}
 }

@@ -10,97 +10,38 @@ import (
 	"strings"
 
 	"github.com/kiln-dev/kiln/client"
-	"github.com/kiln-dev/kiln/internal/agentclient"
-	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
-	"github.com/kiln-dev/kiln/internal/protocol"
+	"github.com/kiln-dev/kiln/internal/service"
 )
 
-// wsPath checks a workspace path from a URL or a body. The agent resolves
-// it again inside the sandbox (os.Root), so this is the first of two
-// walls: it gives a clear error instead of a confusing one.
-func wsPath(p string, rootOK bool) (string, error) {
-	p = strings.TrimSuffix(p, "/")
-	if p == "" || p == "." {
-		if rootOK {
-			return "", nil
-		}
-		return "", kiln.Errorf(kiln.Invalid, "a path inside the workspace is required, not the workspace itself")
-	}
-	if strings.ContainsRune(p, '\\') {
-		return "", kiln.Errorf(kiln.Invalid, "path %q contains a backslash; use / between names", trunc(p, 200))
-	}
-	if err := engine.ValidatePath(p); err != nil {
-		return "", err
-	}
-	return path.Clean(p), nil
-}
-
-// fileErr turns an agent's file error into a user's; r names the session.
-func fileErr(r *http.Request, p string, err error) error {
-	if p == "" {
-		p = "."
-	}
-	q := trunc(p, 200)
-	switch agentclient.ErrorCode(err) {
-	case protocol.ErrNotFound:
-		return kiln.Errorf(kiln.NotFound, "no file or directory %q in session %q", q, trunc(r.PathValue("id"), 100))
-	case protocol.ErrExists:
-		return kiln.Errorf(kiln.Conflict, "%q exists; ask to overwrite it", q)
-	case protocol.ErrInvalid:
-		return kiln.Wrap(kiln.Invalid, err, "invalid path %q", q)
-	case protocol.ErrTooLarge:
-		return kiln.Wrap(kiln.TooLarge, err, "%q is too large", q)
-	case protocol.ErrNotDir:
-		return kiln.Errorf(kiln.Invalid, "%q (or a directory on its way) is not a directory", q)
-	case protocol.ErrIsDir:
-		return kiln.Errorf(kiln.Invalid, "%q is a directory", q)
-	case protocol.ErrNotEmpty:
-		return kiln.Errorf(kiln.Conflict, "directory %q is not empty; delete with recursive=true", q)
-	case protocol.ErrNoSpace:
-		return kiln.Errorf(kiln.TooLarge, "the workspace is full (its size or file count limit); delete files or make a session with a larger workspace")
-	}
-	var ke *kiln.Error
-	if errors.As(err, &ke) {
-		return err
-	}
-	return kiln.Wrap(kiln.SandboxError, err, "file operation on %q failed", q)
-}
-
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *call) error {
-	p, err := wsPath(r.PathValue("path"), true)
-	if err != nil {
-		return err
-	}
 	stat, err := boolParam(r, "stat", false)
 	if err != nil {
 		return err
 	}
-	ag, release, err := s.svc.Workspace(r.Context(), c.user, r.PathValue("id"))
+	f := s.svc.Files(c.user, r.PathValue("id"))
+	defer f.Close()
+	fi, err := f.Stat(r.Context(), r.PathValue("path"))
 	if err != nil {
 		return err
 	}
-	defer release()
-	fi := protocol.FileInfo{Name: ".", Type: "dir"}
-	if p != "" {
-		if fi, err = ag.Stat(r.Context(), p); err != nil {
-			return fileErr(r, p, err)
-		}
+	p := fi.Path
+	if p == "." {
+		p = "" // the workspace itself
 	}
-	dir := path.Dir(p)
 	switch {
 	case stat:
-		return writeJSON(w, http.StatusOK, fromFileInfo(dir, fi))
+		return writeJSON(w, http.StatusOK, fromFileInfo(fi))
 	case fi.Type == "dir" && r.URL.Query().Get("archive") != "":
-		return s.download(w, r, ag, p)
+		return s.download(w, r, f, p)
 	case fi.Type == "dir":
-		entries, err := ag.List(r.Context(), p)
+		entries, err := f.List(r.Context(), p)
 		if err != nil {
-			return fileErr(r, p, err)
+			return err
 		}
 		out := client.FileList{Path: p, Entries: make([]client.FileInfo, 0, len(entries))}
 		for _, e := range entries {
-			out.Entries = append(out.Entries, fromFileInfo(p, e))
+			out.Entries = append(out.Entries, fromFileInfo(e))
 		}
 		return writeJSON(w, http.StatusOK, out)
 	case fi.Type != "file":
@@ -111,10 +52,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *call) error 
 	h.Set("Content-Disposition", disposition(path.Base(p)))
 	// User-written HTML or SVG must never run as this origin's page.
 	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
-	if _, err := ag.ReadTo(r.Context(), p, w, fi.Size); err != nil {
-		return fileErr(r, p, err) // once bytes went out, the client sees a short body
-	}
-	return nil
+	return f.Read(r.Context(), p, w) // once bytes went out, the client sees a short body
 }
 
 // contentType is the type of a file by its extension; unknown types are
@@ -143,147 +81,99 @@ func disposition(name string) string {
 
 // putFile writes the raw body as a file.
 func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c *call) error {
-	p, err := wsPath(r.PathValue("path"), false)
-	if err != nil {
-		return err
-	}
 	overwrite, err := boolParam(r, "overwrite", true)
 	if err != nil {
 		return err
 	}
-	ag, release, err := s.svc.Workspace(r.Context(), c.user, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	defer release()
-	_, statErr := ag.Stat(r.Context(), p)
-	existed := statErr == nil
+	f := s.svc.Files(c.user, r.PathValue("id"))
+	defer f.Close()
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes)
-	if overwrite {
-		_, err = ag.WriteFrom(r.Context(), p, body, 0o644)
-	} else {
-		_, err = ag.CreateFrom(r.Context(), p, body, 0o644)
-	}
-	s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.write", map[string]any{"path": p}, err)
+	fi, created, err := f.Write(r.Context(), r.PathValue("path"), body, overwrite)
 	if err != nil {
-		return s.uploadErr(r, p, err)
+		return s.uploadErr(err)
 	}
-	fi, err := ag.Stat(r.Context(), p)
-	if err != nil {
-		return fileErr(r, p, err)
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
 	}
-	status := http.StatusCreated
-	if existed {
-		status = http.StatusOK
-	}
-	return writeJSON(w, status, fromFileInfo(path.Dir(p), fi))
+	return writeJSON(w, status, fromFileInfo(fi))
 }
 
-func (s *Server) uploadErr(r *http.Request, p string, err error) error {
+// uploadErr explains an error of the request body; the service returns
+// those as they are.
+func (s *Server) uploadErr(err error) error {
 	var big *http.MaxBytesError
-	var he *httpError
-	if errors.As(err, &he) { // the body came too slowly
-		return he
-	}
 	if errors.As(err, &big) {
 		return kiln.Errorf(kiln.TooLarge, "the upload is over the %s allowed", kiln.FormatBytes(s.cfg.MaxUploadBytes))
 	}
-	return fileErr(r, p, err)
+	return err
 }
 
 // postFiles takes multipart files or an archive into a directory.
 func (s *Server) postFiles(w http.ResponseWriter, r *http.Request, c *call) error {
-	dir, err := wsPath(r.PathValue("path"), true)
+	dir, err := service.CleanPath(r.PathValue("path"), true)
 	if err != nil {
 		return err
 	}
-	ag, release, err := s.svc.Workspace(r.Context(), c.user, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	defer release()
+	f := s.svc.Files(c.user, r.PathValue("id"))
+	defer f.Close()
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes)
-	var written []string
+	var written []kiln.FileInfo
 	if x := r.URL.Query().Get("extract"); x != "" {
 		sp := s.spool.reader(c.user.ID, body)
-		written, err = s.extract(r, ag, dir, x, sp)
+		written, err = f.Extract(r.Context(), dir, x, sp, s.cfg.MaxUploadBytes)
 		sp.release()
 		if isSpoolFull(err) {
 			s.svc.Metrics().Rejected("spool")
 		}
-		s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.extract", map[string]any{"dir": dir, "files": len(written)}, err)
-		if err != nil {
-			return s.uploadErr(r, dir, err)
-		}
-	} else if written, err = s.multipart(r, c, ag, dir, body); err != nil {
-		s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.write", map[string]any{"dir": dir, "files": len(written)}, err)
-		return err
+	} else {
+		written, err = s.multipart(r, f, dir, body)
+	}
+	if err != nil {
+		return s.uploadErr(err)
 	}
 	out := client.Uploaded{Files: make([]client.FileInfo, 0, len(written))}
-	for _, p := range written {
-		if fi, err := ag.Stat(r.Context(), p); err == nil {
-			out.Files = append(out.Files, fromFileInfo(path.Dir(p), fi))
-		}
+	for _, fi := range written {
+		out.Files = append(out.Files, fromFileInfo(fi))
 	}
 	return writeJSON(w, http.StatusCreated, out)
 }
 
 // multipart writes every file part into dir, streaming each.
-func (s *Server) multipart(r *http.Request, c *call, ag *agentclient.Client, dir string, body io.Reader) ([]string, error) {
+func (s *Server) multipart(r *http.Request, f *service.Files, dir string, body io.Reader) ([]kiln.FileInfo, error) {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return nil, &httpError{http.StatusUnsupportedMediaType, codeUnsupportedMedia,
 			"upload files as multipart/form-data, or an archive with ?extract=zip|tar"}
 	}
 	mr := multipart.NewReader(body, params["boundary"])
-	var written []string
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			break
+	next := func() (service.Part, bool, error) {
+		for {
+			part, err := mr.NextPart()
+			if err == io.EOF {
+				return service.Part{}, false, nil
+			}
+			if err != nil {
+				return service.Part{}, false, s.uploadErr(kiln.Wrap(kiln.Invalid, err, "the multipart body is malformed"))
+			}
+			if part.FileName() != "" {
+				return service.Part{Name: part.FileName(), Body: part}, true, nil
+			}
+			part.Close() // a plain form field
 		}
-		if err != nil {
-			return written, s.uploadErr(r, dir, kiln.Wrap(kiln.Invalid, err, "the multipart body is malformed"))
-		}
-		name := part.FileName()
-		if name == "" {
-			part.Close()
-			continue // a plain form field
-		}
-		p, err := wsPath(path.Join(dir, name), false)
-		if err != nil {
-			return written, err
-		}
-		if _, err := ag.WriteFrom(r.Context(), p, part, 0o644); err != nil {
-			return written, s.uploadErr(r, p, err)
-		}
-		written = append(written, p)
-		s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.write", map[string]any{"path": p}, nil)
 	}
-	if len(written) == 0 {
-		return nil, kiln.Errorf(kiln.Invalid, "the multipart body has no file parts (parts with a filename)")
-	}
-	return written, nil
+	return f.Upload(r.Context(), dir, next)
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c *call) error {
-	p, err := wsPath(r.PathValue("path"), false)
-	if err != nil {
-		return err
-	}
 	recursive, err := boolParam(r, "recursive", false)
 	if err != nil {
 		return err
 	}
-	ag, release, err := s.svc.Workspace(r.Context(), c.user, r.PathValue("id"))
-	if err != nil {
+	f := s.svc.Files(c.user, r.PathValue("id"))
+	defer f.Close()
+	if err := f.Delete(r.Context(), r.PathValue("path"), recursive); err != nil {
 		return err
-	}
-	defer release()
-	err = ag.Delete(r.Context(), p, recursive)
-	s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.delete", map[string]any{"path": p, "recursive": recursive}, err)
-	if err != nil {
-		return fileErr(r, p, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -296,25 +186,13 @@ func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := decode(w, r, s.cfg.MaxJSONBytes, &req); err != nil {
 		return err
 	}
-	p, err := wsPath(req.Path, false)
+	f := s.svc.Files(c.user, r.PathValue("id"))
+	defer f.Close()
+	fi, err := f.Mkdir(r.Context(), req.Path)
 	if err != nil {
 		return err
 	}
-	ag, release, err := s.svc.Workspace(r.Context(), c.user, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	defer release()
-	err = ag.Mkdir(r.Context(), p)
-	s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.mkdir", map[string]any{"path": p}, err)
-	if err != nil {
-		return fileErr(r, p, err)
-	}
-	fi, err := ag.Stat(r.Context(), p)
-	if err != nil {
-		return fileErr(r, p, err)
-	}
-	return writeJSON(w, http.StatusCreated, fromFileInfo(path.Dir(p), fi))
+	return writeJSON(w, http.StatusCreated, fromFileInfo(fi))
 }
 
 func (s *Server) move(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -322,30 +200,11 @@ func (s *Server) move(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := decode(w, r, s.cfg.MaxJSONBytes, &req); err != nil {
 		return err
 	}
-	from, err := wsPath(req.From, false)
+	f := s.svc.Files(c.user, r.PathValue("id"))
+	defer f.Close()
+	fi, err := f.Move(r.Context(), req.From, req.To, req.Overwrite)
 	if err != nil {
 		return err
 	}
-	to, err := wsPath(req.To, false)
-	if err != nil {
-		return err
-	}
-	ag, release, err := s.svc.Workspace(r.Context(), c.user, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	defer release()
-	err = ag.Move(r.Context(), from, to, req.Overwrite)
-	s.svc.FileChanged(r.Context(), c.user, r.PathValue("id"), "file.move", map[string]any{"from": from, "to": to}, err)
-	if err != nil {
-		if agentclient.ErrorCode(err) == protocol.ErrExists {
-			return fileErr(r, to, err)
-		}
-		return fileErr(r, from, err)
-	}
-	fi, err := ag.Stat(r.Context(), to)
-	if err != nil {
-		return fileErr(r, to, err)
-	}
-	return writeJSON(w, http.StatusOK, fromFileInfo(path.Dir(to), fi))
+	return writeJSON(w, http.StatusOK, fromFileInfo(fi))
 }
