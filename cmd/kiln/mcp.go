@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/kiln-dev/kiln/client"
 	"github.com/kiln-dev/kiln/internal/backend/native"
@@ -49,6 +48,10 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	rf.add(fs)
 	data := fs.String("data", "", "local mode: keep the store and workspaces in this directory (default: a temporary one, removed at exit)")
 	pool := fs.Int("pool", 1, "local mode: warm Python sandboxes kept ready (0 disables)")
+	hd := server.DefaultConfig()
+	var httpCfg server.Config
+	fs.Float64Var(&httpCfg.RatePerSecond, "rate", hd.RatePerSecond, "local mode: tool calls' API requests per second, as kiln serve --rate")
+	fs.IntVar(&httpCfg.RateBurst, "burst", hd.RateBurst, "local mode: request burst, as kiln serve --burst")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error (the log goes to stderr; stdout is MCP's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -71,7 +74,7 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return mcp.Serve(ctx, mcp.NewServer(version, mcp.StdioClient(c)))
 	}
-	return localMCP(ctx, *data, *pool, log)
+	return localMCP(ctx, *data, *pool, httpCfg, log)
 }
 
 // remoteClient is the client of --server (or $KILN_SERVER) with its key.
@@ -94,7 +97,7 @@ func remoteClient(rf remoteFlags, stderr io.Writer) (*client.Client, error) {
 // API handler) with no listening socket, and serves MCP through an
 // in-process client of that handler, so local tool calls follow the same
 // rules as the service's.
-func localMCP(ctx context.Context, data string, pool int, log *slog.Logger) error {
+func localMCP(ctx context.Context, data string, pool int, httpCfg server.Config, log *slog.Logger) error {
 	if os.Geteuid() != 0 {
 		return kiln.Errorf(kiln.Invalid, "kiln mcp runs sandboxes on this machine, which needs root (namespaces, cgroups); "+
 			"run it as root, or use a kiln server: kiln mcp --server URL --key KEY")
@@ -136,20 +139,21 @@ func localMCP(ctx context.Context, data string, pool int, log *slog.Logger) erro
 	if err != nil {
 		return err
 	}
-	defer svc.Close(context.Background())
+	defer func() {
+		svc.Close(context.Background())
+		if temp {
+			removeWorkspaces(filepath.Join(data, "workspaces"), log)
+		}
+	}()
 	key, err := localKey(ctx, svc, st)
 	if err != nil {
 		return err
 	}
-	c, err := tools.InProcess(server.New(svc, server.Config{}, log), key, "127.0.0.1:0")
+	c, err := tools.InProcess(server.New(svc, httpCfg, log), key, "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	err = mcp.Serve(ctx, mcp.NewServer(version, mcp.StdioClient(c)))
-	if temp {
-		endSessions(c, log) // their workspaces are in the directory about to go
-	}
-	return err
+	return mcp.Serve(ctx, mcp.NewServer(version, mcp.StdioClient(c)))
 }
 
 // localKey is an admin key of the local store: the first one when the
@@ -163,17 +167,19 @@ func localKey(ctx context.Context, svc *service.Service, st store.Store) (string
 	return k.Secret(), err
 }
 
-// endSessions deletes the sessions this run made.
-func endSessions(c *client.Client, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for s, err := range c.AllSessions(ctx, client.ListOptions{Status: "active"}) {
-		if err != nil {
-			log.Warn("listing sessions at exit", "err", err)
-			return
-		}
-		if err := c.DeleteSession(ctx, s.ID); err != nil {
-			log.Warn("ending a session at exit", "session", s.ID, "err", err)
+// removeWorkspaces unmounts and removes the workspaces of a temporary
+// data directory (sessions' and the warm pool's), which the service keeps
+// across a stop by design, so that the directory can go.
+func removeWorkspaces(root string, log *slog.Logger) {
+	ws, err := workspace.OpenKind(root, workspace.Tmpfs)
+	if err != nil {
+		log.Warn("removing workspaces at exit", "err", err)
+		return
+	}
+	ids, _ := ws.List()
+	for _, id := range ids {
+		if err := ws.Remove(id); err != nil {
+			log.Warn("removing a workspace at exit", "workspace", id, "err", err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 // Drives kiln's MCP server with the official MCP TypeScript SDK, as an MCP
 // host would. mcp_test.go runs it:
 //   node client.mjs stdio KILN_BINARY      starts `kiln mcp` over stdio
+//   node client.mjs remote KILN_BINARY URL KEY   `kiln mcp --server URL --key KEY`
 //   node client.mjs http URL KEY           streamable HTTP at URL (…/mcp)
 //   node client.mjs badkey URL             a wrong key must be refused
 // It prints "ok: <step>" per step and exits 1 with the reason on a failure.
@@ -8,7 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const [mode, target, key] = process.argv.slice(2);
+const [mode, target, key, remoteKey] = process.argv.slice(2);
 
 function fail(msg) {
   console.error("FAIL: " + msg);
@@ -24,6 +25,9 @@ const text = (r) => r.content.filter((c) => c.type === "text").map((c) => c.text
 function transport() {
   if (mode === "stdio") {
     return new StdioClientTransport({ command: target, args: ["mcp"], stderr: "inherit" });
+  }
+  if (mode === "remote") {
+    return new StdioClientTransport({ command: target, args: ["mcp", "--server", key, "--key", remoteKey], stderr: "inherit" });
   }
   const auth = mode === "badkey" ? "Bearer kiln_not-a-real-key" : "Bearer " + key;
   return new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers: { Authorization: auth } } });

@@ -15,10 +15,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/internal/workspace"
 )
 
 var kilnBin string
@@ -79,6 +82,7 @@ func node(t *testing.T, args ...string) string {
 // error.
 func TestTypeScriptClientStdio(t *testing.T) {
 	needClient(t)
+	before := mcpMounts(t)
 	out := node(t, "stdio", kilnBin)
 	for _, want := range []string{"ok: plot arrived as image/png", "kept x between calls", "ok: wrote, read and listed a file",
 		"read as a resource", "ok: unknown language is a tool error", "ok: closed the session"} {
@@ -86,25 +90,40 @@ func TestTypeScriptClientStdio(t *testing.T) {
 			t.Errorf("the client did not report %q", want)
 		}
 	}
-	// kiln mcp removes its temporary data directory and its sessions'
-	// workspaces when the host closes it.
-	if m, _ := filepath.Glob(filepath.Join(os.TempDir(), "kiln-mcp-*")); len(m) > 0 {
-		for _, d := range m {
-			if fi, err := os.Stat(filepath.Join(d, "kiln.db")); err == nil && time.Since(fi.ModTime()) < time.Minute {
-				t.Errorf("kiln mcp left %s behind", d)
-			}
+	// kiln mcp unmounts its sessions' and pool's workspaces and removes
+	// its temporary data directory when the host closes it.
+	for _, m := range mcpMounts(t) {
+		if !slices.Contains(before, m) {
+			t.Errorf("kiln mcp left %s mounted", m)
 		}
 	}
 }
 
+// mcpMounts are the mounts under kiln mcp's temporary data directories.
+func mcpMounts(t *testing.T) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.Contains(f[4], "/kiln-mcp-") {
+			ms = append(ms, f[4])
+		}
+	}
+	return ms
+}
+
 // TestTypeScriptClientHTTP: the same over streamable HTTP at /mcp of a
-// real kiln serve; a wrong key is refused.
+// real kiln serve, and over stdio through `kiln mcp --server`; a wrong
+// key is refused.
 func TestTypeScriptClientHTTP(t *testing.T) {
 	needClient(t)
 	s := startServe(t)
-	out := node(t, "http", s.url+"/mcp", s.key)
-	if !strings.Contains(out, "ok: closed the session") {
-		t.Errorf("the client did not finish")
+	for _, args := range [][]string{{"http", s.url + "/mcp", s.key}, {"remote", kilnBin, s.url, s.key}} {
+		if out := node(t, args...); !strings.Contains(out, "ok: closed the session") {
+			t.Errorf("the %s client did not finish", args[0])
+		}
 	}
 	node(t, "badkey", s.url+"/mcp")
 }
@@ -153,6 +172,19 @@ func startServe(t testing.TB) *serve {
 		case <-time.After(30 * time.Second):
 			cmd.Process.Kill()
 			t.Errorf("kiln serve did not stop on SIGTERM")
+		}
+		// Active sessions keep their workspaces across a stop, by design;
+		// the test's are removed here, before its data directory.
+		ws, err := workspace.OpenKind(filepath.Join(data, "workspaces"), workspace.Tmpfs)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		ids, _ := ws.List()
+		for _, id := range ids {
+			if err := ws.Remove(id); err != nil {
+				t.Error(err)
+			}
 		}
 	})
 	select {
