@@ -53,7 +53,13 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request, c *call) error
 	if json.Unmarshal(args, &str) == nil {
 		args = json.RawMessage(str)
 	}
-	cl, err := tools.InProcess(s, bearerKey(r), r.RemoteAddr)
+	key := bearerKey(r)
+	if r.Header.Get("Authorization") == "" {
+		// The web notebook's cookie, already checked (with its CSRF
+		// header) by authenticate: the calls go on with its key.
+		key, _, _ = s.cookieKey(r)
+	}
+	cl, err := tools.InProcess(s, key, r.RemoteAddr)
 	if err != nil {
 		return kiln.Wrap(kiln.Internal, err, "cannot make the tool's client")
 	}
@@ -72,6 +78,12 @@ func bearerKey(r *http.Request) string {
 func (s *Server) mcpHandler() http.Handler {
 	return mcp.HTTPHandler(mcp.Version, s, func(w http.ResponseWriter, r *http.Request) bool {
 		noteRoute(w, r)
+		if r.Header.Get("Authorization") == "" {
+			// MCP clients send a key; a browser's sign-in cookie must not
+			// drive the tools from a page.
+			writeError(w, r, s.log, kiln.Errorf(kiln.Unauthenticated, "MCP at /mcp needs an API key: send \"Authorization: Bearer KEY\""))
+			return false
+		}
 		c, err := s.authenticate(r)
 		if err == nil {
 			noteUser(w, c.user.ID)

@@ -133,3 +133,21 @@ func TestMCPNeedsKey(t *testing.T) {
 		t.Errorf("the right key: %d, want 200", resp.StatusCode)
 	}
 }
+
+// The web notebook's sign-in cookie (with its CSRF header) works for
+// POST /v1/tools/call, as for every API route, but never for /mcp,
+// which takes only a bearer key.
+func TestToolsWithCookie(t *testing.T) {
+	e := newEnv(t, options{})
+	b := newBrowser(t, e.url)
+	b.signIn(e.key)
+	resp, text := b.do("POST", "/v1/tools/call", `{"name": "run_code", "arguments": {"code": "print(2+3)"}}`, true)
+	if resp.StatusCode != 200 || !strings.Contains(text, `"is_error":false`) || !strings.Contains(text, "5") {
+		t.Errorf("tools/call signed in by cookie: %d %s", resp.StatusCode, text)
+	}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	resp, text = b.do("POST", "/mcp", init, true)
+	if resp.StatusCode != 401 || !strings.Contains(text, "Bearer") {
+		t.Errorf("/mcp signed in by cookie: %d %s, want 401 asking for a key", resp.StatusCode, text)
+	}
+}
