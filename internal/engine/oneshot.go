@@ -3,66 +3,105 @@ package engine
 import (
 	"context"
 	"path"
+	"strings"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
 )
 
-// RunCell is a one-shot run of any language, REPL or program, as one cell
-// in a session made for it and closed afterwards. It returns the whole
-// result model (rich outputs, errors, artifacts); Run is the faster path
-// for script languages that need none of that.
-func (e *Engine) RunCell(ctx context.Context, r Run, ev Events) (kiln.CellResult, error) {
-	return e.RunCellThen(ctx, r, ev, nil)
+// PreparedRun is a one-shot run that passed its one validation
+// (PrepareRun), ready to run as one cell.
+type PreparedRun struct {
+	files  []File
+	limits kiln.Limits
+	cell   CheckedCell
 }
 
-// RunCellThen is RunCell that calls then, when not nil, with the session
-// and the result before the sandbox goes: to copy out the artifacts.
-func (e *Engine) RunCellThen(ctx context.Context, r Run, ev Events, then func(*Session, kiln.CellResult) error) (kiln.CellResult, error) {
+// PrepareRun checks a one-shot run of any language, REPL or program: its
+// files, arguments and limits, and its program as a cell against b.
+func PrepareRun(r Run, b kiln.CellBounds) (PreparedRun, error) {
 	l, err := lang.Lookup(r.Language)
 	if err != nil {
-		return kiln.CellResult{}, err
+		return PreparedRun{}, err
 	}
 	if err := l.Available(); err != nil {
-		return kiln.CellResult{}, err
+		return PreparedRun{}, err
 	}
-	if err := validateCode(r); err != nil {
-		return kiln.CellResult{}, err
+	if strings.TrimSpace(r.Code) == "" {
+		return PreparedRun{}, kiln.Errorf(kiln.Invalid, "the program is empty")
+	}
+	if len(r.Args) > MaxArgs {
+		return PreparedRun{}, kiln.Errorf(kiln.TooLarge, "%d arguments given; the limit is %d", len(r.Args), MaxArgs)
+	}
+	if err := r.Limits.Validate(); err != nil {
+		return PreparedRun{}, err
 	}
 	if err := validateFiles(l, r.Files); err != nil {
-		return kiln.CellResult{}, err
+		return PreparedRun{}, err
 	}
 	if l.Kind == lang.REPL && len(r.Args) > 0 {
-		return kiln.CellResult{}, kiln.Errorf(kiln.Invalid, "%s code runs in a kernel and takes no arguments", l.Name)
+		return PreparedRun{}, kiln.Errorf(kiln.Invalid, "%s code runs in a kernel and takes no arguments", l.Name)
 	}
-	cell := Cell{Language: l.Name, Code: r.Code, Args: r.Args}
+	stdin := string(r.Stdin)
+	cell, err := CheckCell(Cell{Language: l.Name, Code: r.Code, Args: r.Args, Stdin: &stdin}, b)
+	if err != nil {
+		return PreparedRun{}, err
+	}
 	if l.Kind == lang.Program && r.Name != "" {
 		// The program keeps its name, on disk beside its files, as on the
 		// host: it is the workspace's entry.
 		if err := ValidatePath(r.Name); err != nil {
-			return kiln.CellResult{}, err
+			return PreparedRun{}, err
 		}
 		for _, f := range r.Files {
 			if path.Clean(f.Path) == path.Clean(r.Name) {
-				return kiln.CellResult{}, kiln.Errorf(kiln.Invalid, "file %q would replace the program itself; give it another destination", f.Path)
+				return PreparedRun{}, kiln.Errorf(kiln.Invalid, "file %q would replace the program itself; give it another destination", f.Path)
 			}
 		}
 		r.Files = append(r.Files, File{Path: r.Name, Data: []byte(r.Code), Mode: 0o644})
-		cell.Code, cell.Entry = "", path.Clean(r.Name)
+		cell.req.Code, cell.req.Entry = "", path.Clean(r.Name)
 	}
-	s, err := e.NewSession(ctx, SessionSpec{Limits: r.Limits})
+	return PreparedRun{files: r.Files, limits: r.Limits, cell: cell}, nil
+}
+
+// WithLimits is p with its sandbox's limits replaced (the service's caps
+// and defaults); they are validated again when the sandbox is made.
+func (p PreparedRun) WithLimits(l kiln.Limits) PreparedRun {
+	p.limits = l
+	return p
+}
+
+// Limits are the limits p's sandbox gets.
+func (p PreparedRun) Limits() kiln.Limits { return p.limits }
+
+// RunCell is a one-shot run of any language, REPL or program, as one cell
+// in a session made for it and closed afterwards. It returns the whole
+// result model (rich outputs, errors, artifacts), the same as the API's
+// one-shot run; Run is the faster path for script languages that need
+// none of that.
+func (e *Engine) RunCell(ctx context.Context, r Run, ev Events) (kiln.CellResult, error) {
+	p, err := PrepareRun(r, DefaultCellBounds())
+	if err != nil {
+		return kiln.CellResult{}, err
+	}
+	return e.RunPrepared(ctx, p, ev, nil)
+}
+
+// RunPrepared runs a prepared one-shot run. then, when not nil, is called
+// with the session and the result before the sandbox goes: to copy out
+// the artifacts.
+func (e *Engine) RunPrepared(ctx context.Context, p PreparedRun, ev Events, then func(*Session, kiln.CellResult) error) (kiln.CellResult, error) {
+	s, err := e.NewSession(ctx, SessionSpec{Limits: p.limits})
 	if err != nil {
 		return kiln.CellResult{}, err
 	}
 	defer s.Close(context.Background())
-	for _, f := range r.Files {
+	for _, f := range p.files {
 		if err := s.Agent().WriteFile(ctx, f.Path, f.Data, f.Mode); err != nil {
 			return kiln.CellResult{}, fileError(f.Path, err)
 		}
 	}
-	stdin := string(r.Stdin)
-	cell.Stdin = &stdin
-	res, err := s.Run(ctx, cell, ev)
+	res, err := s.RunChecked(ctx, p.cell, ev)
 	if err == nil && then != nil {
 		err = then(s, res)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
@@ -78,35 +77,9 @@ func (e *Engine) NewSession(ctx context.Context, spec SessionSpec) (*Session, er
 	return &Session{sb: sb, lim: spec.Limits.WithDefaults(), env: spec.Env, closed: make(chan struct{}), told: map[string]bool{}}, nil
 }
 
-// Cell is one unit of work in a session.
-type Cell struct {
-	Language string
-	Code     string
-	Stdin    *string // nil: reading stdin fails at once with a clear error
-	// StdinStream, when set, is the cell's stdin, read from as the code asks
-	// for input (a Python input() waits for it); io.EOF, or any other
-	// error, closes the cell's stdin. Stdin is ignored then. It is read in
-	// chunks on a goroutine of its own, only while the cell runs; a Read
-	// still blocked when the cell ends is abandoned (what it returns later
-	// is dropped), so it never delays the end of the cell. Input sent
-	// before the code reads waits in the sandbox, up to 16 MiB. Program
-	// cells feed it to the program's run, never to its build. The Node.js
-	// kernel serves it on process.stdin; SQL cells never read stdin.
-	StdinStream io.Reader
-	Timeout     time.Duration // 0: the session's limit
-	Args        []string      // program languages: the program's arguments
-	// Warmup marks a cell that only starts a kernel (the warm pool's): it
-	// takes no cell number, so the user's first cell is "<cell 1>".
-	Warmup bool
-	// Name is, for a program language, the file name of Code (sol.c,
-	// test.java): diagnostics name it. Code is built outside the
-	// workspace, never written into it. Default main<ext>.
-	Name string
-	// Entry, for a program language, runs the program in the workspace
-	// whose entry file this is (a multi-file project), instead of Code,
-	// which must be empty.
-	Entry string
-}
+// Cell is one unit of work in a session: kiln.CellRequest, the one cell
+// request type of every layer.
+type Cell = kiln.CellRequest
 
 // Events receive a cell's output as it happens; any may be nil. They are
 // called from one goroutine, in order.
@@ -127,47 +100,17 @@ func (s *Session) Agent() *agentclient.Client { return s.sb.Agent }
 // ID is the session's sandbox id.
 func (s *Session) ID() string { return s.sb.ID }
 
-// Run runs a cell and returns its result. The error is non-nil only when
-// the cell could not run at all (bad input, a broken sandbox); how the cell
-// itself ended is in the result's Status.
+// Run checks a cell against the engine's own bounds and runs it; the
+// service, which has bounds of its own, uses CheckCell and RunChecked.
+// The error is non-nil only when the cell could not run at all (bad
+// input, a broken sandbox); how the cell itself ended is in the result's
+// Status.
 func (s *Session) Run(ctx context.Context, c Cell, ev Events) (kiln.CellResult, error) {
-	l, err := s.checkCell(c)
+	checked, err := CheckCell(c, DefaultCellBounds())
 	if err != nil {
 		return kiln.CellResult{}, err
 	}
-	s.run.Lock()
-	defer s.run.Unlock()
-	if l.Kind == lang.REPL {
-		return s.runREPL(ctx, l, c, ev)
-	}
-	return s.runProgram(ctx, l, c, ev)
-}
-
-func (s *Session) checkCell(c Cell) (*lang.Language, error) {
-	select {
-	case <-s.closed:
-		return nil, kiln.Errorf(kiln.Invalid, "the session is closed")
-	default:
-	}
-	l, err := lang.Lookup(c.Language)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.Available(); err != nil {
-		return nil, err
-	}
-	if len(c.Code) > MaxCodeBytes {
-		return nil, kiln.Errorf(kiln.TooLarge, "the cell is %s; the limit is %s", kiln.FormatBytes(int64(len(c.Code))), kiln.FormatBytes(MaxCodeBytes))
-	}
-	if c.Stdin != nil && len(*c.Stdin) > MaxStdinBytes {
-		return nil, kiln.Errorf(kiln.TooLarge, "stdin is %s; the limit is %s", kiln.FormatBytes(int64(len(*c.Stdin))), kiln.FormatBytes(MaxStdinBytes))
-	}
-	if c.Timeout != 0 {
-		if err := (kiln.Limits{Timeout: c.Timeout}).Validate(); err != nil {
-			return nil, err
-		}
-	}
-	return l, nil
+	return s.RunChecked(ctx, checked, ev)
 }
 
 func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Events) (kiln.CellResult, error) {

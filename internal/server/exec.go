@@ -10,11 +10,13 @@ import (
 	"github.com/kiln-dev/kiln/internal/service"
 )
 
-func cellRequest(req client.ExecRequest) (service.CellRequest, error) {
+// cellRequest is the one cell request type from a client's; the service
+// validates it.
+func cellRequest(req client.ExecRequest) (kiln.CellRequest, error) {
 	if req.TimeoutMS < 0 {
-		return service.CellRequest{}, kiln.Errorf(kiln.Invalid, "timeout_ms must not be negative")
+		return kiln.CellRequest{}, kiln.Errorf(kiln.Invalid, "timeout_ms must not be negative")
 	}
-	return service.CellRequest{Language: req.Language, Code: req.Code, Stdin: req.Stdin,
+	return kiln.CellRequest{Language: req.Language, Code: req.Code, Stdin: req.Stdin,
 		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Args: req.Args, Name: req.FileName, Entry: req.Entry}, nil
 }
 
@@ -42,7 +44,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *call) error {
 
 // execSSE streams the cell as Server-Sent Events. Errors before the cell
 // starts are ordinary problem answers; after that they are an error event.
-func (s *Server) execSSE(w http.ResponseWriter, r *http.Request, c *call, id string, cell service.CellRequest) error {
+func (s *Server) execSSE(w http.ResponseWriter, r *http.Request, c *call, id string, cell kiln.CellRequest) error {
 	st := newSSE(w)
 	defer st.close()
 	ev := eventSink(func(e client.Event) { st.send(e) })

@@ -70,12 +70,11 @@ func TestCapsRefuseNonAdminsAboveTheMaximum(t *testing.T) {
 	}
 	// A cell's own timeout is capped as well.
 	l := newLive(store.Session{Languages: []string{"python"}}, "", nil)
-	req := CellRequest{Code: "1", Timeout: 2 * time.Minute}
-	if err := s.checkCell(l, someone, &req); kiln.KindOf(err) != kiln.Forbidden || !strings.Contains(err.Error(), "timeout_ms") {
+	req := kiln.CellRequest{Code: "1", Timeout: 2 * time.Minute}
+	if _, err := s.checkCell(l, someone, req); kiln.KindOf(err) != kiln.Forbidden || !strings.Contains(err.Error(), "timeout_ms") {
 		t.Errorf("a cell's timeout over the maximum: err = %v, want forbidden naming timeout_ms", err)
 	}
-	req = CellRequest{Code: "1", Timeout: 2 * time.Minute}
-	if err := s.checkCell(l, admin, &req); err != nil {
+	if _, err := s.checkCell(l, admin, req); err != nil {
 		t.Errorf("an admin's cell timeout over the maximum: %v", err)
 	}
 }

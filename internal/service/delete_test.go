@@ -28,7 +28,7 @@ func TestDeleteWithRunningCell(t *testing.T) {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		e, err := ts.Exec(ctx, u, sess.ID, CellRequest{Code: "import time\nprint('sleeping', flush=True)\ntime.sleep(60)"},
+		e, err := ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Code: "import time\nprint('sleeping', flush=True)\ntime.sleep(60)"},
 			ExecEvents{Events: engine.Events{Stdout: func([]byte) {
 				select {
 				case started <- struct{}{}:

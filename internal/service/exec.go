@@ -3,29 +3,12 @@ package service
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
-	"github.com/kiln-dev/kiln/internal/lang"
 	"github.com/kiln-dev/kiln/internal/store"
 )
-
-// CellRequest is one cell from a client.
-type CellRequest struct {
-	Language string // "": the session's first language
-	Code     string
-	Stdin    *string       // nil: reading stdin fails at once
-	Timeout  time.Duration // 0: the session's limit
-	Args     []string
-	Name     string // program languages: Code's file name
-	Entry    string // program languages: run this workspace file's program instead of Code
-	// StdinStream, when set, is read as the code asks for input (the
-	// WebSocket's stdin messages); Stdin is ignored then.
-	StdinStream io.Reader
-}
 
 // ExecEvents receive a cell's progress; any may be nil. Queued comes
 // first when the cell has to wait: for the session's running cell
@@ -37,51 +20,35 @@ type ExecEvents struct {
 	Started func(store.Execution)
 }
 
-const maxCellTimeout = 24 * time.Hour
-
-func (s *Service) checkCell(l *live, u store.User, req *CellRequest) error {
+// checkCell is the service's part of a cell's rules: the session's first
+// language when none is named, and the operator's cap on the timeout for
+// non-admins; then the one validation (engine.CheckCell), against this
+// server's configured bounds, before the cell waits in the queue.
+func (s *Service) checkCell(l *live, u store.User, req kiln.CellRequest) (engine.CheckedCell, error) {
 	if req.Language == "" {
 		req.Language = l.rec.Languages[0]
 	}
-	lg, err := lang.Lookup(req.Language)
-	if err != nil {
-		return err
-	}
-	if err := lg.Available(); err != nil {
-		return err
-	}
-	req.Language = lg.Name
-	if err := s.checkCode(req.Code); err != nil {
-		return err
-	}
-	if !utf8.ValidString(req.Code) {
-		return kiln.Errorf(kiln.Invalid, "the code is not valid UTF-8")
-	}
-	if req.Timeout < 0 || req.Timeout > maxCellTimeout {
-		return kiln.Errorf(kiln.Invalid, "timeout %v is outside the allowed range 0 (the session's) to %v", req.Timeout, maxCellTimeout)
-	}
 	if m := s.cfg.MaxLimits.Timeout; !u.Admin && m > 0 && req.Timeout > m {
-		return kiln.Errorf(kiln.Forbidden, "timeout_ms %d is over this server's maximum of %d (%v); ask for at most that (only an admin may ask for more)",
+		return engine.CheckedCell{}, kiln.Errorf(kiln.Forbidden, "timeout_ms %d is over this server's maximum of %d (%v); ask for at most that (only an admin may ask for more)",
 			req.Timeout.Milliseconds(), m.Milliseconds(), m)
 	}
-	if req.Stdin != nil && len(*req.Stdin) > engine.MaxStdinBytes {
-		return kiln.Errorf(kiln.TooLarge, "stdin is over the %s allowed", kiln.FormatBytes(engine.MaxStdinBytes))
-	}
-	return nil
+	return engine.CheckCell(req, s.cellBounds())
 }
 
 // Exec runs a cell in u's session, records it in the history and returns
 // the finished execution. The error is non-nil when the cell could not be
 // taken (not found, ended, bad input, a full queue) or its sandbox broke;
 // how the cell itself ended is in the result's status.
-func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req CellRequest, ev ExecEvents) (store.Execution, error) {
+func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, cell kiln.CellRequest, ev ExecEvents) (store.Execution, error) {
 	l, err := s.liveFor(ctx, u, sessionID)
 	if err != nil {
 		return store.Execution{}, err
 	}
-	if err := s.checkCell(l, u, &req); err != nil {
+	checked, err := s.checkCell(l, u, cell)
+	if err != nil {
 		return store.Execution{}, err
 	}
+	req := checked.Request()
 	if err := s.checkBudget(ctx, u); err != nil {
 		return store.Execution{}, err
 	}
@@ -118,7 +85,7 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, req 
 	if ev.Started != nil {
 		ev.Started(e)
 	}
-	res, runErr := sess.Run(ctx, engine.Cell{Language: req.Language, Code: req.Code, Stdin: req.Stdin, StdinStream: req.StdinStream, Timeout: req.Timeout, Args: req.Args, Name: req.Name, Entry: req.Entry}, ev.Events)
+	res, runErr := sess.RunChecked(ctx, checked, ev.Events)
 	if stopped := s.stoppedUnder(l, req.Language, res, runErr); stopped != nil {
 		res, runErr = *stopped, nil
 	}

@@ -49,7 +49,7 @@ func TestLongCellsOfOneUserDoNotStallAnother(t *testing.T) {
 					}
 				}},
 			}
-			ts.Exec(ctx, alice, sess.ID, CellRequest{Code: fmt.Sprintf("import time\nprint(%d, flush=True)\ntime.sleep(120)", i), Timeout: 5 * time.Minute}, ev)
+			ts.Exec(ctx, alice, sess.ID, kiln.CellRequest{Code: fmt.Sprintf("import time\nprint(%d, flush=True)\ntime.sleep(120)", i), Timeout: 5 * time.Minute}, ev)
 		}()
 	}
 	for range n - 1 {
@@ -79,7 +79,7 @@ func TestLongCellsOfOneUserDoNotStallAnother(t *testing.T) {
 	}
 	start := time.Now()
 	bobQueued := false
-	e, err := ts.Exec(ctx, bob, sess.ID, CellRequest{Code: "print(1)"}, ExecEvents{Queued: func(Place) { bobQueued = true }})
+	e, err := ts.Exec(ctx, bob, sess.ID, kiln.CellRequest{Code: "print(1)"}, ExecEvents{Queued: func(Place) { bobQueued = true }})
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestCellBehindItsSessionsCellSaysSo(t *testing.T) {
 	printed := make(chan struct{}, 1)
 	first := make(chan error, 1)
 	go func() {
-		_, err := ts.Exec(ctx, u, sess.ID, CellRequest{Code: "import time\nprint('zzz', flush=True)\ntime.sleep(90)", Timeout: 2 * time.Minute},
+		_, err := ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Code: "import time\nprint('zzz', flush=True)\ntime.sleep(90)", Timeout: 2 * time.Minute},
 			ExecEvents{Events: engine.Events{Stdout: func([]byte) {
 				select {
 				case printed <- struct{}{}:
@@ -125,7 +125,7 @@ func TestCellBehindItsSessionsCellSaysSo(t *testing.T) {
 	var places []Place
 	second := make(chan error, 1)
 	go func() {
-		e, err := ts.Exec(ctx, u, sess.ID, CellRequest{Code: "print(2)"}, ExecEvents{Queued: func(p Place) {
+		e, err := ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Code: "print(2)"}, ExecEvents{Queued: func(p Place) {
 			mu.Lock()
 			places = append(places, p)
 			mu.Unlock()

@@ -20,17 +20,15 @@ type RunResult struct {
 // Run is a one-shot run in a fresh sandbox that is destroyed afterwards.
 // It takes a place in the execution queue like a cell.
 func (s *Service) Run(ctx context.Context, u store.User, r engine.Run) (RunResult, error) {
-	if err := s.checkCode(r.Code); err != nil {
-		return RunResult{}, err
-	}
-	if err := engine.Validate(r); err != nil {
+	p, err := engine.PrepareRun(r, s.cellBounds())
+	if err != nil {
 		return RunResult{}, err
 	}
 	lim, err := s.capLimits(u, r.Limits)
 	if err != nil {
 		return RunResult{}, err
 	}
-	r.Limits = lim
+	p = p.WithLimits(lim)
 	if err := s.checkBudget(ctx, u); err != nil {
 		return RunResult{}, err
 	}
@@ -46,7 +44,7 @@ func (s *Service) Run(ctx context.Context, u store.User, r engine.Run) (RunResul
 	wait := time.Since(queued)
 	start := time.Now()
 	var out RunResult
-	res, err := s.engine.RunCellThen(ctx, r, engine.Events{}, func(sess *engine.Session, res kiln.CellResult) error {
+	res, err := s.engine.RunPrepared(ctx, p, engine.Events{}, func(sess *engine.Session, res kiln.CellResult) error {
 		out.Files = s.collect(ctx, sess, res.Artifacts)
 		return nil
 	})
