@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
 // URI is a session workspace file's resource URI, as the MCP resource
@@ -48,7 +49,8 @@ func ParseURI(uri string) (sessionID, p string, err error) {
 	return sessionID, p, nil
 }
 
-// fromCell turns a cell's result into parts a model reads in order:
+// fromCell turns a cell's result into parts a model reads in order
+// (IsError when a limit stopped the code):
 // a status line when it did not end well, stdout, stderr, displays
 // (images as images, tables and HTML as their text form), the error.
 func fromCell(res *client.CellResult) *Result {
@@ -57,6 +59,13 @@ func fromCell(res *client.CellResult) *Result {
 		if s != "" {
 			r.Content = append(r.Content, Part{Type: PartText, Text: truncate(s, maxTextPart)})
 		}
+	}
+	// A limit that stopped the code is kiln's refusal to go on, which an
+	// agent should see as a failed call; an exception is the code's own
+	// result.
+	switch res.Status {
+	case kiln.StatusTimeout, kiln.StatusMemory, kiln.StatusOutput:
+		r.IsError = true
 	}
 	if res.Status != "ok" {
 		line := "status: " + string(res.Status)

@@ -55,9 +55,10 @@ const (
 )
 
 // Result is a tool call's answer. IsError says that kiln refused or
-// could not do the call (an unknown language, a limit, a quota, bad
-// arguments); code that ran and failed is a result like any other, with
-// its error in the text.
+// could not do the call (an unknown language, a limit or a quota refused,
+// bad arguments) or that a limit stopped the code (time, memory,
+// output); code that ran and raised is a result like any other, with its
+// error and traceback in the text.
 type Result struct {
 	Content []Part `json:"content"`
 	IsError bool   `json:"is_error"`

@@ -222,3 +222,20 @@ func TestFileContent(t *testing.T) {
 		t.Errorf("capWriter: %v %q", err, w.buf.String())
 	}
 }
+
+// A limit that stopped the code is a tool error that says which limit
+// and what became of the state; an exception is not.
+func TestLimitIsToolError(t *testing.T) {
+	r := fromCell(&client.CellResult{Status: "timeout", Notice: "the time limit (1s) stopped the cell; the kernel kept its state"})
+	if !r.IsError || !strings.Contains(r.Text(), "status: timeout") || !strings.Contains(r.Text(), "kept its state") {
+		t.Errorf("timeout: %+v", r)
+	}
+	for _, st := range []client.CellStatus{"memory_limit", "output_limit"} {
+		if r := fromCell(&client.CellResult{Status: st}); !r.IsError {
+			t.Errorf("%s: not a tool error", st)
+		}
+	}
+	if r := fromCell(&client.CellResult{Status: "error", Error: &client.CellError{Name: "ValueError"}}); r.IsError {
+		t.Errorf("an exception is a tool error: %+v", r)
+	}
+}

@@ -86,6 +86,12 @@ async function main() {
   check(progress > 0, "execute_code sent progress notifications", r);
   console.log(`ok: session ${id} kept x between calls (${progress} progress notifications)`);
 
+  r = await client.callTool({ name: "execute_code", arguments: { session_id: id, code: "import time\ntime.sleep(30)", timeout_ms: 500 } });
+  check(r.isError === true && /timeout/.test(text(r)), "a cell stopped by its time limit is a tool error that says so", r);
+  r = await client.callTool({ name: "execute_code", arguments: { session_id: id, code: "print(x)" } });
+  check(!r.isError && text(r).includes("41"), "the session goes on after the timeout", r);
+  console.log("ok: a timeout is a tool error, and the session kept its state");
+
   r = await client.callTool({ name: "write_file", arguments: { session_id: id, path: "notes/a.txt", content: "kiln was here\n" } });
   check(!r.isError, "write_file", r);
   r = await client.callTool({ name: "read_file", arguments: { session_id: id, path: "notes/a.txt" } });
