@@ -27,11 +27,13 @@ const frameCSP = "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-
 	"img-src data: blob:; font-src data:; media-src data: blob:; connect-src 'none'; form-action 'none'; frame-ancestors 'self'"
 
 // frameHTML receives the HTML to show from its parent window by
-// postMessage and writes it into itself.
+// postMessage, writes it into itself and tells the parent its height.
 const frameHTML = `<!doctype html><html><head><meta charset="utf-8"><style>body{margin:0;font-family:sans-serif}</style></head><body><script>
 addEventListener("message", function (e) {
   if (e.source !== parent || !e.data || typeof e.data.html !== "string") return;
   document.open(); document.write(e.data.html); document.close();
+  var post = function () { parent.postMessage({kilnFrameHeight: document.documentElement.scrollHeight}, "*"); };
+  post(); setTimeout(post, 100); setTimeout(post, 1000);
 }, {once: true});
 parent.postMessage({kilnFrameReady: true}, "*");
 </script></body></html>`

@@ -1,0 +1,114 @@
+// The HTTP API, as the signed-in browser calls it: the session cookie
+// authenticates, and every state-changing request carries the CSRF token
+// (read from its cookie) in the X-Kiln-Csrf header.
+
+export class ApiError extends Error {
+  constructor(
+    public status: number,
+    public code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function csrfToken(): string {
+  for (const part of document.cookie.split(";")) {
+    const [k, v] = part.trim().split("=");
+    if (k === "kiln_csrf") return decodeURIComponent(v ?? "");
+  }
+  return "";
+}
+
+async function fail(r: Response): Promise<never> {
+  let code = "http_" + r.status;
+  let msg = r.statusText || "request failed";
+  try {
+    const p = await r.json();
+    code = p.code ?? code;
+    msg = p.detail ?? p.title ?? msg;
+  } catch {
+    /* not a problem document */
+  }
+  throw new ApiError(r.status, code, msg);
+}
+
+export async function request(method: string, path: string, body?: BodyInit | object, headers: Record<string, string> = {}): Promise<Response> {
+  const h: Record<string, string> = { ...headers };
+  if (method !== "GET" && method !== "HEAD") h["X-Kiln-Csrf"] = csrfToken();
+  let b: BodyInit | undefined;
+  if (body instanceof FormData || body instanceof Blob || typeof body === "string" || body instanceof ArrayBuffer) {
+    b = body as BodyInit;
+  } else if (body !== undefined) {
+    b = JSON.stringify(body);
+    h["Content-Type"] = "application/json";
+  }
+  const r = await fetch(path, { method, headers: h, body: b, credentials: "same-origin" });
+  if (!r.ok) await fail(r);
+  return r;
+}
+
+export async function json<T>(method: string, path: string, body?: BodyInit | object): Promise<T> {
+  const r = await request(method, path, body);
+  if (r.status === 204) return undefined as T;
+  return (await r.json()) as T;
+}
+
+// filePath escapes each name of a workspace path on its own, as the API wants.
+export function filePath(p: string): string {
+  return p.split("/").filter((s) => s !== "").map(encodeURIComponent).join("/");
+}
+
+export function filesURL(session: string, p: string, query = ""): string {
+  return `/v1/sessions/${encodeURIComponent(session)}/files/${filePath(p)}${query}`;
+}
+
+export interface User { id: string; name: string; admin: boolean }
+export interface Language { name: string; aliases?: string[]; kind: string; version?: string }
+export interface Session {
+  id: string; status: string; languages: string[]; idle_ttl_seconds: number;
+  created: string; last_active: string; ended?: string; end_reason?: string;
+  metadata?: Record<string, string>;
+  limits: Record<string, number>;
+}
+export interface FileInfo { path: string; name: string; type: string; size: number; mtime: string }
+export interface FileList { path: string; entries: FileInfo[] }
+export interface Output { data: Record<string, unknown>; metadata?: Record<string, unknown>; execute_result?: boolean }
+export interface CellError { name: string; message: string; traceback?: string[]; line?: number; diagnostics?: { file: string; line: number; column?: number; severity: string; message: string }[] }
+export interface Usage { wall: number; cpu: number; peak_memory_bytes: number; output_bytes: number }
+export interface Artifact { path: string; size: number; change: string }
+export interface CellResult {
+  language: string; status: string; stdout: string; stderr: string; outputs: Output[] | null;
+  error?: CellError; exit_code?: number; usage: Usage; artifacts: Artifact[] | null; notice?: string;
+}
+export interface Execution { id: string; seq: number; language: string; status: string; result?: CellResult }
+export interface Problem { status: number; code: string; detail: string }
+export interface Event {
+  type: string; data?: string; output?: Output; execution?: Execution; error?: Problem;
+  position?: number; reason?: string; prompt?: string; password?: boolean;
+}
+
+export const api = {
+  me: () => json<User>("GET", "/v1/users/me"),
+  signIn: (key: string) => json<void>("POST", "/ui/signin", { key }),
+  signOut: () => json<void>("POST", "/ui/signout"),
+  languages: () => json<Language[]>("GET", "/v1/languages"),
+  sessions: () => json<{ sessions: Session[] }>("GET", "/v1/sessions?status=active&limit=100"),
+  session: (id: string) => json<Session>("GET", `/v1/sessions/${encodeURIComponent(id)}`),
+  createSession: (languages: string[], idleTTLSeconds: number) =>
+    json<Session>("POST", "/v1/sessions", { languages, idle_ttl_seconds: idleTTLSeconds }),
+  deleteSession: (id: string) => json<void>("DELETE", `/v1/sessions/${encodeURIComponent(id)}`),
+  interrupt: (id: string) => json<void>("POST", `/v1/sessions/${encodeURIComponent(id)}/interrupt`),
+  restart: (id: string) => json<void>("POST", `/v1/sessions/${encodeURIComponent(id)}/restart`),
+  list: (id: string, dir: string) => json<FileList>("GET", dir === "" ? `/v1/sessions/${encodeURIComponent(id)}/files` : filesURL(id, dir)),
+  readText: async (id: string, p: string) => (await request("GET", filesURL(id, p))).text(),
+  write: (id: string, p: string, body: string | Blob) => json<FileInfo>("PUT", filesURL(id, p), body instanceof Blob ? body : new Blob([body])),
+  upload: (id: string, dir: string, files: File[]) => {
+    const fd = new FormData();
+    for (const f of files) fd.append("file", f, f.name);
+    return json<{ files: FileInfo[] }>("POST", filesURL(id, dir), fd);
+  },
+  remove: (id: string, p: string) => json<void>("DELETE", filesURL(id, p, "?recursive=true")),
+  mkdir: (id: string, p: string) => json<FileInfo>("POST", `/v1/sessions/${encodeURIComponent(id)}/mkdir`, { path: p }),
+  move: (id: string, from: string, to: string) => json<FileInfo>("POST", `/v1/sessions/${encodeURIComponent(id)}/move`, { from, to }),
+};

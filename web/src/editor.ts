@@ -1,0 +1,124 @@
+// A code editor for a cell or a file: a plain textarea at once, upgraded to
+// Monaco when its chunk has loaded.
+import { h } from "./dom";
+import { monacoLanguage } from "./format";
+
+type Monaco = typeof import("monaco-editor");
+let monacoPromise: Promise<Monaco> | undefined;
+let monacoLoaded: Monaco | undefined;
+let theme = "vs";
+
+export function loadMonaco(): Promise<Monaco> {
+  monacoPromise ??= import("./monaco").then((m) => {
+    monacoLoaded = m.monaco;
+    m.monaco.editor.setTheme(theme);
+    return m.monaco;
+  });
+  return monacoPromise;
+}
+
+export function setEditorTheme(dark: boolean): void {
+  theme = dark ? "vs-dark" : "vs";
+  monacoLoaded?.editor.setTheme(theme);
+}
+
+export type RunMode = "advance" | "stay";
+
+export interface EditorOptions {
+  value: string;
+  language: string;
+  label: string;
+  onChange?: (v: string) => void;
+  onRun?: (mode: RunMode) => void;
+  onSave?: () => void;
+  autoHeight?: boolean; // a cell grows with its code; a file tab fills its pane
+}
+
+export class CodeEditor {
+  readonly el: HTMLElement;
+  private area: HTMLTextAreaElement | null;
+  private ed: import("monaco-editor").editor.IStandaloneCodeEditor | undefined;
+  private lang: string;
+  private disposed = false;
+
+  constructor(private opts: EditorOptions) {
+    this.lang = opts.language;
+    this.area = h("textarea", { class: "plain-editor", spellcheck: "false", "aria-label": opts.label, rows: Math.max(2, opts.value.split("\n").length) });
+    this.area.value = opts.value;
+    this.area.addEventListener("input", () => opts.onChange?.(this.area!.value));
+    this.area.addEventListener("keydown", (e) => this.keys(e));
+    this.el = h("div", { class: "editor" + (opts.autoHeight ? " auto" : " fill") }, this.area);
+    loadMonaco().then((m) => this.upgrade(m));
+  }
+
+  private keys(e: KeyboardEvent): void {
+    if (e.key === "Enter" && (e.shiftKey || e.ctrlKey || e.metaKey) && this.opts.onRun) {
+      e.preventDefault();
+      this.opts.onRun(e.shiftKey ? "advance" : "stay");
+    } else if (e.key === "s" && (e.ctrlKey || e.metaKey) && this.opts.onSave) {
+      e.preventDefault();
+      this.opts.onSave();
+    }
+  }
+
+  private upgrade(m: Monaco): void {
+    if (this.disposed || !this.area) return;
+    const value = this.area.value;
+    const hadFocus = document.activeElement === this.area;
+    const host = h("div", { class: "monaco-host" });
+    this.area.replaceWith(host);
+    this.area = null;
+    const ed = m.editor.create(host, {
+      value, language: monacoLanguage(this.lang), minimap: { enabled: false }, scrollBeyondLastLine: false,
+      automaticLayout: true, fontSize: 13, lineNumbers: this.opts.autoHeight ? "off" : "on", folding: !this.opts.autoHeight,
+      renderLineHighlight: "none", overviewRulerLanes: 0, ariaLabel: this.opts.label, tabSize: 4,
+      scrollbar: this.opts.autoHeight ? { vertical: "hidden", alwaysConsumeMouseWheel: false } : {},
+      fixedOverflowWidgets: true,
+    });
+    this.ed = ed;
+    if (this.opts.autoHeight) {
+      const fit = () => {
+        host.style.height = `${Math.max(ed.getContentHeight(), 22)}px`;
+      };
+      ed.onDidContentSizeChange(fit);
+      fit();
+    }
+    ed.onDidChangeModelContent(() => this.opts.onChange?.(ed.getValue()));
+    if (this.opts.onRun) {
+      ed.addCommand(m.KeyMod.Shift | m.KeyCode.Enter, () => this.opts.onRun!("advance"));
+      ed.addCommand(m.KeyMod.CtrlCmd | m.KeyCode.Enter, () => this.opts.onRun!("stay"));
+    }
+    if (this.opts.onSave) ed.addCommand(m.KeyMod.CtrlCmd | m.KeyCode.KeyS, () => this.opts.onSave!());
+    if (hadFocus) ed.focus();
+  }
+
+  value(): string {
+    return this.ed ? this.ed.getValue() : (this.area?.value ?? "");
+  }
+
+  setLanguage(lang: string): void {
+    this.lang = lang;
+    const model = this.ed?.getModel();
+    if (model && monacoLoaded) monacoLoaded.editor.setModelLanguage(model, monacoLanguage(lang));
+  }
+
+  // markLine underlines the line an error points at (1-based).
+  markLine(line: number | undefined, message: string): void {
+    const model = this.ed?.getModel();
+    if (!model || !monacoLoaded) return;
+    const markers = line && line <= model.getLineCount()
+      ? [{ severity: monacoLoaded.MarkerSeverity.Error, message, startLineNumber: line, endLineNumber: line, startColumn: 1, endColumn: model.getLineMaxColumn(line) }]
+      : [];
+    monacoLoaded.editor.setModelMarkers(model, "kiln", markers);
+  }
+
+  focus(): void {
+    (this.ed ?? this.area)?.focus();
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.ed?.getModel()?.dispose();
+    this.ed?.dispose();
+  }
+}

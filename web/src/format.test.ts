@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { formatBytes, formatDuration, isDataFrameHTML, page, pickMime, stripAnsi, monacoLanguage, mimeText } from "./format";
+
+describe("format", () => {
+  it("prefers rich MIME types", () => {
+    expect(pickMime({ "text/plain": "x", "image/png": "..." })).toBe("image/png");
+    expect(pickMime({ "text/plain": "x", "text/html": "<b>" })).toBe("text/html");
+    expect(pickMime({ "application/vnd.custom+json": {} })).toBe("application/vnd.custom+json");
+  });
+  it("formats sizes and durations", () => {
+    expect(formatBytes(512)).toBe("512 B");
+    expect(formatBytes(3 * 1024 * 1024)).toBe("3.0 MiB");
+    expect(formatDuration(1_500_000)).toBe("1.5 ms");
+    expect(formatDuration(2_500_000_000)).toBe("2.50 s");
+  });
+  it("strips terminal colours", () => {
+    expect(stripAnsi("\x1b[31mValueError\x1b[0m: bad")).toBe("ValueError: bad");
+  });
+  it("tells a pandas table from other HTML", () => {
+    expect(isDataFrameHTML('<div><table border="1" class="dataframe"><tr><td>1</td></tr></table></div>')).toBe(true);
+    expect(isDataFrameHTML('<table class="dataframe"></table><script>alert(1)</script>')).toBe(false);
+    expect(isDataFrameHTML("<b>hi</b>")).toBe(false);
+  });
+  it("pages rows and clamps the page", () => {
+    expect(page(120, 0, 50)).toEqual({ start: 0, end: 50, pages: 3, page: 0 });
+    expect(page(120, 9, 50)).toEqual({ start: 100, end: 120, pages: 3, page: 2 });
+    expect(page(0, 0, 50)).toEqual({ start: 0, end: 0, pages: 1, page: 0 });
+  });
+  it("maps languages and MIME text", () => {
+    expect(monacoLanguage("bash")).toBe("shell");
+    expect(monacoLanguage("unknown")).toBe("plaintext");
+    expect(mimeText(["a", "b"])).toBe("ab");
+  });
+});

@@ -1,0 +1,86 @@
+// Pure helpers for showing results; unit-tested in format.test.ts.
+
+// MIME types in the order a notebook prefers them.
+export const mimeOrder = [
+  "application/vnd.kiln.table+json",
+  "text/html",
+  "image/svg+xml",
+  "image/png",
+  "image/jpeg",
+  "image/gif",
+  "text/markdown",
+  "application/json",
+  "text/plain",
+];
+
+export function pickMime(data: Record<string, unknown>): string | undefined {
+  for (const m of mimeOrder) if (m in data) return m;
+  for (const m of Object.keys(data)) if (m.endsWith("+json")) return m;
+  return Object.keys(data)[0];
+}
+
+export function formatBytes(n: number): string {
+  if (!Number.isFinite(n) || n < 0) return "?";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return i === 0 ? `${n} B` : `${n.toFixed(n < 10 ? 1 : 0)} ${units[i]}`;
+}
+
+// formatDuration takes nanoseconds (Go's time.Duration in JSON).
+export function formatDuration(ns: number): string {
+  const ms = ns / 1e6;
+  if (ms < 1) return `${(ns / 1e3).toFixed(0)} µs`;
+  if (ms < 1000) return `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(s < 10 ? 2 : 1)} s`;
+  return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+}
+
+export function formatTTL(seconds: number): string {
+  if (seconds <= 0) return "none";
+  if (seconds % 3600 === 0) return `${seconds / 3600} h`;
+  if (seconds % 60 === 0) return `${seconds / 60} min`;
+  return `${seconds} s`;
+}
+
+// stripAnsi removes terminal colour codes (tracebacks have them).
+export function stripAnsi(s: string): string {
+  // eslint-disable-next-line no-control-regex
+  return s.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, "");
+}
+
+// isDataFrameHTML says an HTML output is a plain table (pandas'
+// _repr_html_), which the notebook shows natively and pages.
+export function isDataFrameHTML(html: string): boolean {
+  return /<table[^>]*class="[^"]*dataframe/.test(html) && !/<script/i.test(html);
+}
+
+export interface Page { start: number; end: number; pages: number; page: number }
+
+// page bounds page p (0-based) of n rows in pages of size rows.
+export function page(n: number, p: number, size: number): Page {
+  const pages = Math.max(1, Math.ceil(n / size));
+  const pg = Math.min(Math.max(0, p), pages - 1);
+  return { start: pg * size, end: Math.min(n, (pg + 1) * size), pages, page: pg };
+}
+
+// mimeText joins a MIME bundle's value, which Jupyter allows as a list of lines.
+export function mimeText(v: unknown): string {
+  if (Array.isArray(v)) return v.join("");
+  if (typeof v === "string") return v;
+  return JSON.stringify(v, null, 2);
+}
+
+// monacoLanguage maps a kiln language to Monaco's name for it.
+export function monacoLanguage(lang: string): string {
+  const m: Record<string, string> = {
+    python: "python", javascript: "javascript", typescript: "typescript", bash: "shell", sql: "sql",
+    go: "go", c: "c", cpp: "cpp", java: "java", rust: "rust", fortran: "plaintext", php: "php", ruby: "ruby",
+    markdown: "markdown",
+  };
+  return m[lang] ?? "plaintext";
+}

@@ -1,0 +1,244 @@
+// The kiln notebook: sign in, the session list, and a session's notebook
+// with its files. Routes live in the URL's fragment: #/ and #/s/<id>.
+import "./style.css";
+import { api, ApiError, type Session, type User } from "./api";
+import { button, h, toast } from "./dom";
+import { CodeEditor, setEditorTheme, loadMonaco } from "./editor";
+import { Files } from "./files";
+import { formatTTL } from "./format";
+import { Notebook } from "./notebook";
+
+const app = document.getElementById("app")!;
+let me: User | undefined;
+let current: Notebook | undefined;
+let languages: string[] | undefined;
+
+// ---- theme ----
+function applyTheme(dark: boolean): void {
+  document.documentElement.dataset.theme = dark ? "dark" : "light";
+  setEditorTheme(dark);
+  localStorage.setItem("kiln-theme", dark ? "dark" : "light");
+}
+const savedTheme = localStorage.getItem("kiln-theme");
+applyTheme(savedTheme ? savedTheme === "dark" : matchMedia("(prefers-color-scheme: dark)").matches);
+
+function header(...extra: (Node | string)[]): HTMLElement {
+  return h("header", { class: "top" }, h("a", { href: "#/", class: "brand", title: "your sessions" }, "kiln"), ...extra, h("span", { class: "spacer" }),
+    button("◐", () => applyTheme(document.documentElement.dataset.theme !== "dark"), { title: "switch between dark and light theme" }),
+    button("?", showHelp, { title: "keyboard shortcuts" }),
+    me ? h("span", { class: "muted user" }, me.name) : "",
+    me ? button("Sign out", signOut, { title: "sign out" }) : "");
+}
+
+function showHelp(): void {
+  const rows = [
+    ["Shift+Enter", "run the cell and move to the next (a new one at the end)"],
+    ["Ctrl+Enter (⌘+Enter)", "run the cell and stay"],
+    ["Shift+Enter in a markdown cell", "render it"],
+    ["Double-click a markdown cell", "edit it"],
+    ["Enter in an input box", "send the line to the running cell"],
+    ["Ctrl+S (⌘+S) in a file tab", "save the file"],
+    ["Tab / Shift+Tab", "move between controls (in an editor, Ctrl+M then Tab moves focus out)"],
+    ["Escape", "close this panel"],
+  ];
+  const dlg = h("dialog", { class: "help", "aria-label": "keyboard shortcuts" },
+    h("h2", {}, "Keyboard shortcuts"),
+    h("table", {}, ...rows.map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, h("kbd", {}, k)), h("td", {}, v)))),
+    button("Close", () => dlg.close(), { title: "close the keyboard shortcuts" }));
+  dlg.addEventListener("close", () => dlg.remove());
+  document.body.append(dlg);
+  dlg.showModal();
+}
+
+async function signOut(): Promise<void> {
+  try {
+    await api.signOut();
+  } catch {
+    /* the cookie is cleared either way */
+  }
+  me = undefined;
+  location.hash = "#/";
+  route();
+}
+
+// ---- sign in ----
+function signInScreen(): void {
+  const key = h("input", { type: "password", id: "key", autocomplete: "current-password", required: true, "aria-describedby": "key-help" });
+  const err = h("p", { class: "error", role: "alert" });
+  const form = h("form", { class: "signin", "aria-label": "sign in" },
+    h("h1", {}, "kiln notebook"),
+    h("label", { for: "key" }, "API key"), key,
+    h("p", { id: "key-help", class: "muted" }, "The admin key is printed on the server's first start (scripts/install shows it); `kiln key create` makes more. The browser keeps a sign-in cookie, not the key."),
+    h("button", { type: "submit" }, "Sign in"), err);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      await api.signIn(key.value);
+      me = await api.me();
+      route();
+    } catch (x) {
+      err.textContent = (x as Error).message;
+    }
+  });
+  app.replaceChildren(h("main", { class: "center" }, form));
+  key.focus();
+}
+
+// ---- sessions ----
+async function languageNames(): Promise<string[]> {
+  languages ??= (await api.languages()).map((l) => l.name);
+  return languages;
+}
+
+async function sessionsScreen(): Promise<void> {
+  const table = h("table", { class: "sessions", "aria-label": "your sessions" });
+  const langBox = h("fieldset", { class: "langs" }, h("legend", {}, "Languages (the first checked is the default)"));
+  const ttl = h("input", { type: "number", id: "ttl", min: "1", max: "1440", value: "60", "aria-label": "idle time-out in minutes" });
+  const create = h("form", { class: "create", "aria-label": "new session" }, h("h2", {}, "New session"), langBox,
+    h("label", { for: "ttl" }, "Idle time-out (minutes) "), ttl, " ", h("button", { type: "submit" }, "Create session"));
+  app.replaceChildren(header(), h("main", { class: "page" }, h("h1", {}, "Sessions"), table, create));
+  languageNames().then((ls) => {
+    // Python first: the first checked language is the session's default.
+    for (const l of [...ls].sort((a, b) => Number(b === "python") - Number(a === "python"))) {
+      langBox.append(h("label", { class: "lang-choice" }, h("input", { type: "checkbox", name: "lang", value: l, checked: l === "python" }), ` ${l}`));
+    }
+  }).catch((e) => toast(e.message));
+  create.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const langs = Array.from(langBox.querySelectorAll<HTMLInputElement>("input:checked")).map((i) => i.value);
+    const btn = create.querySelector("button[type=submit]") as HTMLButtonElement;
+    btn.disabled = true;
+    btn.textContent = "Creating…";
+    try {
+      const s = await api.createSession(langs.length ? langs : ["python"], Math.round(Number(ttl.value) * 60));
+      location.hash = `#/s/${s.id}`;
+    } catch (x) {
+      toast((x as Error).message);
+      btn.disabled = false;
+      btn.textContent = "Create session";
+    }
+  });
+  try {
+    const { sessions } = await api.sessions();
+    table.append(h("tr", {}, ...["Session", "State", "Languages", "Idle time-out", "Last active", ""].map((t) => h("th", { scope: "col" }, t))));
+    if (sessions.length === 0) table.append(h("tr", {}, h("td", { colspan: "6", class: "muted" }, "No sessions yet: create one below.")));
+    for (const s of sessions) table.append(sessionRow(s));
+  } catch (e) {
+    toast((e as Error).message);
+  }
+}
+
+function sessionRow(s: Session): HTMLElement {
+  return h("tr", { "data-session": s.id },
+    h("td", {}, h("a", { href: `#/s/${s.id}`, title: `open session ${s.id}` }, s.metadata?.name ?? s.id)),
+    h("td", {}, s.status), h("td", {}, s.languages.join(", ")), h("td", {}, formatTTL(s.idle_ttl_seconds)),
+    h("td", {}, new Date(s.last_active).toLocaleString()),
+    h("td", {}, button("Open", () => (location.hash = `#/s/${s.id}`), { title: `open session ${s.id}` }),
+      button("Delete", async () => {
+        if (!confirm(`Delete session ${s.id}? Its files are removed.`)) return;
+        try {
+          await api.deleteSession(s.id);
+        } catch (e) {
+          toast((e as Error).message);
+        }
+        route();
+      }, { title: `delete session ${s.id}` })));
+}
+
+// ---- a session's notebook ----
+async function notebookScreen(id: string): Promise<void> {
+  loadMonaco(); // start fetching the editor while the session loads
+  const session = await api.session(id);
+  const ls = await languageNames().catch(() => session.languages);
+  const langs = [...session.languages, ...ls.filter((l) => !session.languages.includes(l))];
+  const nb = new Notebook(session, langs);
+  current = nb;
+  const tabs = h("div", { class: "tabs", role: "tablist", "aria-label": "open documents" });
+  const pane = h("div", { class: "pane" });
+  const openFiles = new Map<string, { tab: HTMLElement; body: HTMLElement; ed: CodeEditor }>();
+  const nbTab = button("Notebook", () => select(nbTab, nb.el), { title: "the notebook", cls: "tab" });
+  nbTab.setAttribute("role", "tab");
+  tabs.append(nbTab);
+  const select = (tab: HTMLElement, body: HTMLElement) => {
+    for (const t of tabs.children) t.setAttribute("aria-selected", String(t === tab));
+    pane.replaceChildren(body);
+  };
+  const openFile = async (path: string) => {
+    const open = openFiles.get(path);
+    if (open) return select(open.tab, open.body);
+    let text: string;
+    try {
+      text = await api.readText(id, path);
+    } catch (e) {
+      return toast((e as Error).message);
+    }
+    const ext = path.split(".").pop() ?? "";
+    const byExt: Record<string, string> = { py: "python", js: "javascript", ts: "typescript", sh: "bash", sql: "sql", go: "go", c: "c", h: "c", cpp: "cpp", java: "java", rs: "rust", php: "php", rb: "ruby", md: "markdown" };
+    const state = h("span", { class: "muted", "aria-live": "polite" });
+    const save = async () => {
+      try {
+        await api.write(id, path, ed.value());
+        state.textContent = "saved";
+        files.refresh();
+      } catch (e) {
+        toast((e as Error).message);
+      }
+    };
+    const ed = new CodeEditor({ value: text, language: byExt[ext] ?? ext, label: `editor for ${path}`, onSave: save, onChange: () => (state.textContent = "modified") });
+    const body = h("div", { class: "file-tab" }, h("div", { class: "file-bar" }, h("strong", {}, path), " ", state, h("span", { class: "spacer" }),
+      button("Save", save, { title: `save ${path} (Ctrl+S)` })), ed.el);
+    const tab = h("span", { class: "tab-wrap" }, button(path.split("/").pop()!, () => select(tab, body), { title: `open tab ${path}`, cls: "tab" }),
+      button("×", () => {
+        ed.dispose();
+        openFiles.delete(path);
+        tab.remove();
+        select(nbTab, nb.el);
+      }, { title: `close tab ${path}` }));
+    tab.setAttribute("role", "tab");
+    tabs.append(tab);
+    openFiles.set(path, { tab, body, ed });
+    select(tab, body);
+  };
+  const files = new Files(id, openFile);
+  const bar = h("div", { class: "nb-bar", role: "toolbar", "aria-label": "notebook" },
+    button("▶▶ Run all", () => nb.runAll(), { title: "run all cells" }),
+    button("■ Interrupt", () => nb.interrupt().catch((e) => toast(e.message)), { title: "interrupt the running cell" }),
+    button("↻ Restart", () => nb.restart().catch((e) => toast(e.message)), { title: "restart the kernels (files are kept)" }),
+    button("+ Code", () => nb.add("code"), { title: "add a code cell" }),
+    button("+ Markdown", () => nb.add("markdown"), { title: "add a markdown cell" }),
+    nb.saveState);
+  app.replaceChildren(header(h("span", { class: "crumb" }, `session ${session.id}`), h("span", { class: "muted" }, ` ${session.status} · idle time-out ${formatTTL(session.idle_ttl_seconds)}`)),
+    h("div", { class: "workbench" }, files.el, h("main", { class: "main" }, bar, tabs, pane)));
+  select(nbTab, nb.el);
+  await nb.load();
+  files.refresh();
+  document.body.dataset.ready = "notebook";
+}
+
+// ---- routing ----
+async function route(): Promise<void> {
+  current?.close();
+  current = undefined;
+  delete document.body.dataset.ready;
+  try {
+    me ??= await api.me();
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) return signInScreen();
+    app.replaceChildren(h("main", { class: "center" }, h("p", { class: "error", role: "alert" }, `kiln cannot be reached: ${(e as Error).message}`)));
+    return;
+  }
+  const m = location.hash.match(/^#\/s\/([^/]+)$/);
+  try {
+    if (m) await notebookScreen(decodeURIComponent(m[1]));
+    else {
+      await sessionsScreen();
+      document.body.dataset.ready = "sessions";
+    }
+  } catch (e) {
+    toast((e as Error).message);
+    if (m) app.append(h("p", { class: "error" }, (e as Error).message, " ", h("a", { href: "#/" }, "back to sessions")));
+  }
+}
+
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,450 @@
+// The notebook of one session: cells, their runs over the session's
+// WebSocket, and the notebook file that keeps them between visits.
+import { api, ApiError, filesURL, type Artifact, type Event, type Session } from "./api";
+import { button, h, toast } from "./dom";
+import { CodeEditor, type RunMode } from "./editor";
+import { formatBytes, formatDuration } from "./format";
+import { appendStream, markdownHTML, renderOutput, type Out } from "./render";
+
+// The notebook is kept in the session's workspace under this name (see
+// docs/NOTEBOOK.md), so it lives and ends with the session's files.
+export const notebookFile = ".kiln-notebook.json";
+
+export interface CellData {
+  id: string;
+  type: "code" | "markdown";
+  language: string;
+  source: string;
+  outputs: Out[];
+  status?: string; // ok, error, timeout, interrupted, ... or "failed" when it could not run
+  seq?: number;
+  wallNS?: number;
+  cpuNS?: number;
+  peakMemory?: number;
+  artifacts?: Artifact[];
+}
+
+interface NotebookDoc {
+  format: "kiln-notebook";
+  version: 1;
+  cells: CellData[];
+}
+
+let nextID = 0;
+const newID = () => `c${Date.now().toString(36)}${(nextID++).toString(36)}`;
+
+class Cell {
+  root: HTMLElement;
+  editor?: CodeEditor;
+  outEl: HTMLElement;
+  statusEl: HTMLElement;
+  langSel?: HTMLSelectElement;
+  rendered?: HTMLElement;
+  state: "idle" | "queued" | "running" = "idle";
+  inputBox?: HTMLElement;
+
+  constructor(public nb: Notebook, public d: CellData) {
+    this.outEl = h("div", { class: "outputs", "aria-live": "polite", "aria-label": "cell output" });
+    this.statusEl = h("div", { class: "cell-status", "aria-live": "polite" });
+    this.root = h("section", { class: `cell ${d.type}`, "data-cell": d.id, "aria-label": `${d.type} cell` });
+    this.build();
+  }
+
+  build(): void {
+    const d = this.d;
+    const bar = h("div", { class: "cell-bar" });
+    if (d.type === "code") {
+      this.langSel = h("select", { "aria-label": "cell language", class: "lang", onchange: () => {
+        d.language = this.langSel!.value;
+        this.editor?.setLanguage(d.language);
+        this.nb.changed();
+      } });
+      for (const l of this.nb.languages) this.langSel.append(h("option", { value: l, selected: l === d.language }, l));
+      if (!this.nb.languages.includes(d.language)) this.langSel.append(h("option", { value: d.language, selected: true }, d.language));
+      bar.append(button("▶", () => this.nb.run(this, "stay"), { title: "run cell (Ctrl+Enter)", cls: "run" }), this.langSel);
+    } else {
+      bar.append(button("✓", () => this.renderMarkdown(), { title: "render markdown (Shift+Enter)", cls: "run" }),
+        button("✎", () => this.editMarkdown(), { title: "edit markdown" }));
+    }
+    bar.append(h("span", { class: "spacer" }),
+      button("↑", () => this.nb.move(this, -1), { title: "move cell up" }),
+      button("↓", () => this.nb.move(this, 1), { title: "move cell down" }),
+      button("⌫", () => this.clear(), { title: "clear output" }),
+      button("✕", () => this.nb.remove(this), { title: "delete cell" }));
+    this.editor = new CodeEditor({
+      value: d.source, language: d.type === "code" ? d.language : "markdown", label: `${d.type} cell editor`, autoHeight: true,
+      onChange: (v) => { d.source = v; this.nb.changed(); },
+      onRun: (mode) => (d.type === "code" ? this.nb.run(this, mode) : this.renderMarkdown(mode)),
+    });
+    this.root.replaceChildren(bar, this.editor.el, this.statusEl, this.outEl);
+    if (d.type === "markdown") {
+      this.rendered = h("div", { class: "markdown rendered", tabindex: "0", title: "double-click to edit", ondblclick: () => this.editMarkdown() });
+      this.root.insertBefore(this.rendered, this.statusEl);
+      if (d.source.trim() !== "") this.renderMarkdown();
+    }
+    this.showOutputs();
+    this.showStatus();
+  }
+
+  renderMarkdown(mode: RunMode = "stay"): void {
+    if (!this.rendered || !this.editor) return;
+    this.rendered.innerHTML = markdownHTML(this.d.source || "*empty markdown cell*");
+    this.editor.el.hidden = true;
+    this.rendered.hidden = false;
+    if (mode === "advance") this.nb.focusNext(this);
+  }
+
+  editMarkdown(): void {
+    if (!this.rendered || !this.editor) return;
+    this.rendered.hidden = true;
+    this.editor.el.hidden = false;
+    this.editor.focus();
+  }
+
+  clear(): void {
+    this.d.outputs = [];
+    delete this.d.status;
+    delete this.d.artifacts;
+    this.showOutputs();
+    this.showStatus();
+    this.editor?.markLine(undefined, "");
+    this.nb.changed();
+  }
+
+  showOutputs(): void {
+    this.outEl.replaceChildren(...this.d.outputs.map(renderOutput));
+    this.showArtifacts();
+  }
+
+  showArtifacts(): void {
+    const arts = (this.d.artifacts ?? []).filter((a) => a.path !== notebookFile && a.change !== "deleted");
+    if (arts.length === 0) return;
+    const list = h("div", { class: "artifacts" }, h("span", { class: "muted" }, "files: "));
+    for (const a of arts) {
+      list.append(h("a", { href: filesURL(this.nb.session.id, a.path), download: a.path.split("/").pop(), class: "artifact", title: `download ${a.path} (${a.change})` },
+        `${a.path} (${formatBytes(a.size)}, ${a.change})`), " ");
+    }
+    this.outEl.append(list);
+  }
+
+  showStatus(): void {
+    const d = this.d;
+    this.root.dataset.state = this.state === "idle" ? (d.status ?? "") : this.state;
+    if (this.state === "queued") {
+      this.statusEl.textContent = "queued: waiting to run";
+      return;
+    }
+    if (this.state === "running") {
+      this.statusEl.textContent = "running…";
+      return;
+    }
+    if (!d.status) {
+      this.statusEl.textContent = "";
+      return;
+    }
+    const parts = [d.seq ? `[${d.seq}]` : "", d.status];
+    if (d.wallNS !== undefined) parts.push(`in ${formatDuration(d.wallNS)}`);
+    if (d.cpuNS !== undefined) parts.push(`CPU ${formatDuration(d.cpuNS)}`);
+    if (d.peakMemory) parts.push(`peak memory ${formatBytes(d.peakMemory)}`);
+    this.statusEl.textContent = parts.filter(Boolean).join(" · ");
+  }
+
+  setState(s: Cell["state"], note = ""): void {
+    this.state = s;
+    this.showStatus();
+    if (note) this.statusEl.textContent = note;
+  }
+
+  // event applies one stream event to the cell.
+  event(ev: Event): void {
+    const d = this.d;
+    switch (ev.type) {
+      case "queued":
+        this.setState("queued", `queued: position ${ev.position ?? "?"} in line (${ev.reason === "server" ? "the server is busy" : "your other cells are running"})`);
+        break;
+      case "started":
+        d.seq = ev.execution?.seq;
+        this.setState("running");
+        break;
+      case "stdout":
+      case "stderr":
+        if (appendStream(d.outputs, ev.type, ev.data ?? "")) this.outEl.append(renderOutput(d.outputs[d.outputs.length - 1]));
+        else {
+          const last = d.outputs[d.outputs.length - 1];
+          const pres = this.outEl.querySelectorAll(`pre.stream.${ev.type}`);
+          const el = pres[pres.length - 1];
+          if (el && last.kind === "stream") el.textContent = last.text;
+        }
+        break;
+      case "display":
+        if (ev.output) {
+          const o: Out = { kind: "display", data: ev.output.data, result: ev.output.execute_result };
+          d.outputs.push(o);
+          this.outEl.append(renderOutput(o));
+        }
+        break;
+      case "input_request":
+        this.askInput(ev.prompt ?? "", !!ev.password);
+        break;
+      case "done":
+        this.finish(ev);
+        break;
+      case "error":
+        this.inputBox?.remove();
+        d.status = "failed";
+        d.outputs.push({ kind: "error", name: ev.error?.code ?? "error", message: ev.error?.detail ?? "the cell could not run" });
+        this.outEl.append(renderOutput(d.outputs[d.outputs.length - 1]));
+        this.setState("idle");
+        break;
+    }
+  }
+
+  private finish(ev: Event): void {
+    this.inputBox?.remove();
+    const d = this.d;
+    const x = ev.execution;
+    const r = x?.result;
+    d.seq = x?.seq ?? d.seq;
+    d.status = r?.status ?? x?.status ?? "done";
+    if (r) {
+      d.wallNS = r.usage?.wall;
+      d.cpuNS = r.usage?.cpu;
+      d.peakMemory = r.usage?.peak_memory_bytes;
+      d.artifacts = r.artifacts ?? [];
+      if (!d.outputs.some((o) => o.kind === "display")) {
+        for (const o of r.outputs ?? []) d.outputs.push({ kind: "display", data: o.data, result: o.execute_result });
+      }
+      if (r.error) d.outputs.push({ kind: "error", name: r.error.name, message: r.error.message, traceback: r.error.traceback });
+      if (r.notice) d.outputs.push({ kind: "notice", text: r.notice });
+      this.editor?.markLine(r.error?.line, r.error ? `${r.error.name}: ${r.error.message}` : "");
+    }
+    this.showOutputs();
+    this.setState("idle");
+  }
+
+  private askInput(prompt: string, password: boolean): void {
+    this.inputBox?.remove();
+    const input = h("input", { type: password ? "password" : "text", class: "stdin", "aria-label": prompt ? `input: ${prompt}` : "input for the running cell", autocomplete: "off" });
+    const send = () => {
+      this.nb.stdin(input.value + "\n");
+      if (!password) appendStream(this.d.outputs, "stdout", input.value + "\n");
+      this.showOutputs();
+      this.inputBox?.remove();
+      this.inputBox = undefined;
+    };
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") {
+        e.preventDefault();
+        send();
+      }
+    });
+    this.inputBox = h("div", { class: "input-box" }, h("label", {}, prompt || "input:", " ", input), button("Send", send, { title: "send the input" }),
+      button("End input", () => { this.nb.stdinEOF(); this.inputBox?.remove(); }, { title: "close the cell's standard input (EOF)" }));
+    this.outEl.append(this.inputBox);
+    input.focus();
+  }
+}
+
+export class Notebook {
+  cells: Cell[] = [];
+  el: HTMLElement;
+  private list: HTMLElement;
+  private ws?: WebSocket;
+  private wsReady?: Promise<WebSocket>;
+  private queue: Cell[] = [];
+  private current?: Cell;
+  private saveTimer?: number;
+  private saving = Promise.resolve();
+  private closed = false;
+  saveState: HTMLElement;
+
+  constructor(public session: Session, public languages: string[]) {
+    this.list = h("div", { class: "cells" });
+    this.saveState = h("span", { class: "save-state muted", "aria-live": "polite" });
+    this.el = h("div", { class: "notebook" }, this.list,
+      h("div", { class: "add-row" },
+        button("+ Code", () => this.add("code"), { title: "add a code cell at the end" }),
+        button("+ Markdown", () => this.add("markdown"), { title: "add a markdown cell at the end" })));
+  }
+
+  async load(): Promise<void> {
+    let doc: NotebookDoc | undefined;
+    try {
+      const text = await api.readText(this.session.id, notebookFile);
+      const parsed = JSON.parse(text) as NotebookDoc;
+      if (parsed.format === "kiln-notebook" && Array.isArray(parsed.cells)) doc = parsed;
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 404)) toast(`the notebook file could not be read: ${(e as Error).message}; starting an empty notebook`);
+    }
+    const cells = doc?.cells ?? [{ id: newID(), type: "code", language: this.session.languages[0] ?? "python", source: "", outputs: [] }];
+    for (const d of cells) this.insert(new Cell(this, { ...d, outputs: d.outputs ?? [] }));
+    this.connect().catch(() => {}); // warm the socket, so the first cell does not wait for it
+  }
+
+  close(): void {
+    this.closed = true;
+    this.ws?.close();
+    for (const c of this.cells) c.editor?.dispose();
+  }
+
+  private insert(c: Cell, at = this.cells.length): void {
+    this.cells.splice(at, 0, c);
+    const next = this.list.children[at];
+    if (next) this.list.insertBefore(c.root, next);
+    else this.list.append(c.root);
+  }
+
+  add(type: "code" | "markdown", after?: Cell): Cell {
+    // A new code cell takes the language of the nearest code cell above it.
+    const above = this.cells.slice(0, after ? this.cells.indexOf(after) + 1 : this.cells.length).reverse().find((c) => c.d.type === "code");
+    const lang = above?.d.language ?? this.session.languages[0] ?? "python";
+    const c = new Cell(this, { id: newID(), type, language: type === "code" ? lang : "markdown", source: "", outputs: [] });
+    const at = after ? this.cells.indexOf(after) + 1 : this.cells.length;
+    this.insert(c, at);
+    c.editor?.focus();
+    this.changed();
+    return c;
+  }
+
+  move(c: Cell, by: number): void {
+    const i = this.cells.indexOf(c);
+    const j = i + by;
+    if (j < 0 || j >= this.cells.length) return;
+    this.cells.splice(i, 1);
+    this.cells.splice(j, 0, c);
+    this.list.replaceChildren(...this.cells.map((x) => x.root));
+    this.changed();
+  }
+
+  remove(c: Cell): void {
+    if (c.state !== "idle") {
+      toast("the cell is running or queued; interrupt it first");
+      return;
+    }
+    this.cells.splice(this.cells.indexOf(c), 1);
+    c.root.remove();
+    c.editor?.dispose();
+    this.changed();
+  }
+
+  focusNext(c: Cell): void {
+    const i = this.cells.indexOf(c);
+    const next = this.cells[i + 1] ?? this.add("code", c);
+    next.editor?.focus();
+    next.root.scrollIntoView({ block: "nearest" });
+  }
+
+  // changed saves the notebook a moment after the last edit.
+  changed(): void {
+    window.clearTimeout(this.saveTimer);
+    this.saveState.textContent = "unsaved changes";
+    this.saveTimer = window.setTimeout(() => this.save(), 800);
+  }
+
+  save(): Promise<void> {
+    window.clearTimeout(this.saveTimer);
+    const doc: NotebookDoc = { format: "kiln-notebook", version: 1, cells: this.cells.map((c) => c.d) };
+    const body = JSON.stringify(doc);
+    this.saving = this.saving.then(async () => {
+      try {
+        await api.write(this.session.id, notebookFile, body);
+        this.saveState.textContent = "saved";
+      } catch (e) {
+        this.saveState.textContent = "not saved";
+        toast(`the notebook could not be saved: ${(e as Error).message}`);
+      }
+    });
+    return this.saving;
+  }
+
+  private connect(): Promise<WebSocket> {
+    if (this.ws && this.ws.readyState === WebSocket.OPEN && this.wsReady) return this.wsReady;
+    const proto = location.protocol === "https:" ? "wss:" : "ws:";
+    const ws = new WebSocket(`${proto}//${location.host}/v1/sessions/${encodeURIComponent(this.session.id)}/ws`);
+    this.ws = ws;
+    this.wsReady = new Promise((resolve, reject) => {
+      ws.onopen = () => resolve(ws);
+      ws.onerror = () => reject(new Error("the connection to the session failed"));
+    });
+    ws.onmessage = (m) => this.onEvent(JSON.parse(m.data) as Event);
+    ws.onclose = (e) => {
+      if (this.ws === ws) this.ws = undefined;
+      const c = this.current;
+      if (c && !this.closed) {
+        c.event({ type: "error", error: { status: 0, code: "disconnected", detail: `the connection closed while the cell ran${e.reason ? ": " + e.reason : ""}` } });
+        this.current = undefined;
+        this.next();
+      }
+    };
+    return this.wsReady;
+  }
+
+  private onEvent(ev: Event): void {
+    const c = this.current;
+    if (!c) {
+      if (ev.type === "error") toast(ev.error?.detail ?? "error");
+      return;
+    }
+    c.event(ev);
+    if (ev.type === "done" || ev.type === "error") {
+      this.current = undefined;
+      this.save();
+      this.next();
+    }
+  }
+
+  run(c: Cell, mode: RunMode): void {
+    if (mode === "advance") this.focusNext(c);
+    if (c.d.type !== "code" || c.state !== "idle") return;
+    c.d.outputs = [];
+    delete c.d.status;
+    delete c.d.artifacts;
+    c.showOutputs();
+    c.setState("queued", this.current ? "queued: waits for the cell that is running" : "starting…");
+    this.queue.push(c);
+    if (!this.current) this.next();
+  }
+
+  runAll(): void {
+    for (const c of this.cells) if (c.d.type === "code") this.run(c, "stay");
+    for (const c of this.cells) if (c.d.type === "markdown") c.renderMarkdown();
+  }
+
+  private async next(): Promise<void> {
+    const c = this.queue.shift();
+    if (!c) return;
+    this.current = c;
+    try {
+      const ws = await this.connect();
+      ws.send(JSON.stringify({ type: "execute", execute: { code: c.d.source, language: c.d.language } }));
+    } catch (e) {
+      c.event({ type: "error", error: { status: 0, code: "disconnected", detail: (e as Error).message } });
+      this.current = undefined;
+      this.next();
+    }
+  }
+
+  stdin(data: string): void {
+    this.ws?.send(JSON.stringify({ type: "stdin", data }));
+  }
+
+  stdinEOF(): void {
+    this.ws?.send(JSON.stringify({ type: "stdin", eof: true }));
+  }
+
+  // interrupt stops the running cell and drops the ones waiting.
+  async interrupt(): Promise<void> {
+    for (const c of this.queue) c.setState("idle");
+    this.queue = [];
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ type: "interrupt" }));
+    else await api.interrupt(this.session.id);
+  }
+
+  async restart(): Promise<void> {
+    await this.interrupt();
+    await api.restart(this.session.id);
+    toast("the kernels restarted: variables are gone, files are kept", "info");
+  }
+}
+
+export const _test = { newID };
