@@ -46,7 +46,7 @@
 //	DELETE /v1/users/{id}/keys/{key}        revokes it (204)
 //	GET    /v1/audit                        ?user=&session=&limit=&cursor= -> AuditList (admin)
 //	GET    /v1/tools                        ?format=openai|anthropic -> kiln's tools as function definitions
-//	POST   /v1/tools/call                   {"name", "arguments"} -> a tool result for the model
+//	POST   /v1/tools/call                   ToolCall -> ToolCallResult, ready to hand back to the model
 //
 // kiln serve also serves MCP (streamable HTTP, the same bearer key) at
 // /mcp, with the same tools.

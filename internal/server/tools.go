@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/kiln-dev/kiln/client"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/mcp"
 	"github.com/kiln-dev/kiln/internal/tools"
@@ -13,24 +14,6 @@ import (
 // The function-calling routes and /mcp serve internal/tools' one table.
 // A call goes back through this server in process (tools.InProcess) with
 // the caller's own key, so it has every rule of the REST route it uses.
-
-// ToolCall is POST /v1/tools/call's body: one call as a model made it.
-// Arguments is a JSON object, or a string holding one (OpenAI sends the
-// arguments as a string).
-type ToolCall struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-}
-
-// ToolCallResult is its answer. Text is the whole result as one string
-// (an OpenAI "tool" message's content); Content has the parts, images
-// among them, for APIs that take blocks (an Anthropic tool_result).
-type ToolCallResult struct {
-	Name    string       `json:"name"`
-	IsError bool         `json:"is_error"`
-	Text    string       `json:"text"`
-	Content []tools.Part `json:"content"`
-}
 
 func (s *Server) listTools(w http.ResponseWriter, r *http.Request, c *call) error {
 	defs, err := tools.Definitions(r.URL.Query().Get("format"))
@@ -41,7 +24,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request, c *call) erro
 }
 
 func (s *Server) callTool(w http.ResponseWriter, r *http.Request, c *call) error {
-	var in ToolCall
+	var in client.ToolCall
 	if err := decode(w, r, s.cfg.MaxRunBytes, &in); err != nil {
 		return err
 	}
@@ -64,7 +47,7 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request, c *call) error
 		return kiln.Wrap(kiln.Internal, err, "cannot make the tool's client")
 	}
 	res := tools.Call(r.Context(), cl, in.Name, args, nil)
-	return writeJSON(w, http.StatusOK, ToolCallResult{Name: in.Name, IsError: res.IsError, Text: res.Text(), Content: res.Content})
+	return writeJSON(w, http.StatusOK, client.ToolCallResult{Name: in.Name, IsError: res.IsError, Text: res.Text(), Content: res.Content})
 }
 
 // bearerKey is the request's API key, already authenticated.

@@ -36,16 +36,9 @@ type Tool struct {
 // comes); nil when the caller does not listen.
 type Progress func(message string)
 
-// Part is one piece of a result, in the order a model should read them.
-type Part struct {
-	Type     string `json:"type"` // text, image, resource_link
-	Text     string `json:"text,omitempty"`
-	MIMEType string `json:"mime_type,omitempty"`
-	Data     []byte `json:"data,omitempty"` // an image, base64 in JSON
-	URI      string `json:"uri,omitempty"`  // a resource link
-	Name     string `json:"name,omitempty"`
-	Size     int64  `json:"size,omitempty"`
-}
+// Part is one piece of a result, in the order a model should read them;
+// it is the API's ToolContent.
+type Part = client.ToolContent
 
 // Part types.
 const (

@@ -50,12 +50,15 @@ var wireTypes = map[string]reflect.Type{
 	"Usage":          reflect.TypeFor[client.Usage](),
 	"AuditEntry":     reflect.TypeFor[client.AuditEntry](),
 	"AuditList":      reflect.TypeFor[client.AuditList](),
+	"ToolCall":       reflect.TypeFor[client.ToolCall](),
+	"ToolCallResult": reflect.TypeFor[client.ToolCallResult](),
+	"ToolContent":    reflect.TypeFor[client.ToolContent](),
 }
 
 // noWireType are schemas without a Go type in package client yet.
 var noWireType = map[string]bool{"MkdirRequest": true, "UploadForm": true,
-	// The tools' types are internal/server's and internal/tools'.
-	"ToolDefinition": true, "ToolFunction": true, "ToolCall": true, "ToolCallResult": true, "ToolContent": true}
+	// The function definitions are internal/tools' (two formats in one schema).
+	"ToolDefinition": true, "ToolFunction": true}
 
 func TestSchemasMatchWireTypes(t *testing.T) {
 	d := document(t)
