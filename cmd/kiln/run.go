@@ -56,7 +56,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		cpus           float64
 		files          fileFlags
 		lim            kiln.Limits
-		stats          bool
+		stats, asJSON  bool
 	)
 	fs.StringVar(&language, "lang", "", "language: "+strings.Join(lang.Names(), ", ")+" (default: from the file's extension)")
 	fs.StringVar(&language, "l", "", "short for --lang")
@@ -64,6 +64,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	addLimitFlags(fs, &lim, &cpus)
 	fs.Var(&files, "file", "copy a local file into the workspace: LOCAL[:DEST] (repeatable); a relative LOCAL keeps its path")
 	fs.Var(&files, "f", "short for --file")
+	fs.BoolVar(&asJSON, "json", false, "run as the API's one-shot run (POST /v1/run) does, as one cell, and print its result as JSON: stdout, stderr, rich outputs (display(), plots), error, usage, artifacts")
 	fs.BoolVar(&stats, "stats", false, "print the exit status, wall and CPU time and peak memory on stderr; the build's apart, with its warnings")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: kiln run [flags] FILE|- [ARGS...]  or  kiln run [flags] --lang L -c CODE [-- ARGS...]\n\nFlags:\n")
@@ -98,7 +99,37 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if r.Files, err = readFiles(files); err != nil {
 		return err
 	}
+	if asJSON {
+		return runJSON(ctx, r, stdout, stderr)
+	}
 	return runProgram(ctx, r, stats, stdout, stderr)
+}
+
+// runJSON is `kiln run --json`: the run goes the way of the API's
+// one-shot run (engine.RunCell, a cell in a sandbox of its own), so the
+// printed CellResult is the one POST /v1/run answers for the same
+// program, rich outputs included. The exit status is kiln run's.
+func runJSON(ctx context.Context, r engine.Run, stdout, stderr io.Writer) error {
+	p, err := engine.PrepareRun(r, engine.DefaultCellBounds())
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b, err := native.New(native.Config{}, log)
+	if err != nil {
+		return err
+	}
+	res, err := engine.New(b, log).RunPrepared(ctx, p, engine.Events{}, nil)
+	if err != nil {
+		return err
+	}
+	if err := printJSON(stdout, res); err != nil {
+		return err
+	}
+	if code := exitStatus(res); code != 0 {
+		return exitError{code}
+	}
+	return nil
 }
 
 // programSource fills in the code and language from -c, a file, or stdin.

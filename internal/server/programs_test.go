@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -63,4 +64,42 @@ func TestRunKeepsTheFileName(t *testing.T) {
 	if res.Result.Status != "ok" || res.Result.Stdout != "hello\n" || len(res.Files) != 0 {
 		t.Errorf("result %+v, files %d; want hello and no file written", res.Result, len(res.Files))
 	}
+}
+
+// TestRunRichOutputs: POST /v1/run answers the same CellResult for the
+// program of cmd/kiln's TestRunJSONIsTheAPIsCellResult as kiln run --json:
+// stdout, the display() as a rich output, and the file as an artifact.
+func TestRunRichOutputs(t *testing.T) {
+	e := newEnv(t, options{})
+	ctx := ctxT(t)
+	const program = `class Bold:
+    def _repr_html_(self):
+        return "<b>hi</b>"
+    def __repr__(self):
+        return "Bold()"
+print("before")
+display(Bold())
+with open("out.txt", "w") as f:
+    f.write("x")
+`
+	res, err := e.user("ada").Run(ctx, client.RunRequest{Language: "python", Code: program})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Result
+	if r.Status != "ok" || r.Language != "python" || r.Stdout != "before\n" {
+		t.Errorf("result %+v; want ok, python, stdout before", r)
+	}
+	if len(r.Outputs) != 1 || htmlOf(r.Outputs[0].Data) != "<b>hi</b>" {
+		t.Errorf("outputs %+v; want the one display() as text/html", r.Outputs)
+	}
+	if len(r.Artifacts) != 1 || r.Artifacts[0].Path != "out.txt" || r.Artifacts[0].Change != "created" {
+		t.Errorf("artifacts %+v; want out.txt created", r.Artifacts)
+	}
+}
+
+func htmlOf(data map[string]json.RawMessage) string {
+	var s string
+	json.Unmarshal(data["text/html"], &s)
+	return s
 }
