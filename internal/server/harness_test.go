@@ -15,6 +15,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/backend/native"
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/server"
+	"github.com/kiln-dev/kiln/internal/server/openapi/openapitest"
 	"github.com/kiln-dev/kiln/internal/service"
 	"github.com/kiln-dev/kiln/internal/store"
 	"github.com/kiln-dev/kiln/internal/store/sqlite"
@@ -90,7 +91,18 @@ func newEnv(t *testing.T, opts options) *env {
 		t.Fatalf("bootstrap: key %q, err %v", key, err)
 	}
 	srv := server.New(svc, opts.http, log)
-	hs := httptest.NewServer(srv)
+	// Every answer of every test is checked against the OpenAPI document;
+	// a mismatch fails the test once its server has stopped.
+	spec, err := openapitest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, e := range spec.Errors() {
+			t.Errorf("the answer does not match /v1/openapi.json: %s", e)
+		}
+	})
+	hs := httptest.NewServer(spec.Handler(srv))
 	t.Cleanup(func() {
 		hs.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +31,9 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	defer release()
+	if err := sameOrigin(r); err != nil {
+		return err
+	}
 	conn, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return nil // Accept has answered the client
@@ -45,6 +50,19 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, c *call) erro
 		conn.Close(websocket.StatusPolicyViolation, trunc(kiln.Message(err), 120))
 	}
 	return nil
+}
+
+// sameOrigin refuses a handshake from a page of another site, as Accept
+// would, but as a problem like every other error (Accept's is plain text).
+func sameOrigin(r *http.Request) error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil // not a browser
+	}
+	if u, err := url.Parse(origin); err == nil && strings.EqualFold(u.Host, r.Host) {
+		return nil
+	}
+	return kiln.Errorf(kiln.Forbidden, "a WebSocket from origin %q is refused: only pages served by this kiln (%s) may open one", trunc(origin, 100), trunc(r.Host, 100))
 }
 
 // wsCell is one socket's state: at most one running cell and its stdin.
@@ -128,14 +146,14 @@ func (ws *wsCell) execute(ctx context.Context, req client.ExecRequest) error {
 	ws.running.Add(1)
 	go func() {
 		defer ws.running.Done()
-		defer func() {
-			pr.Close()
-			ws.mu.Lock()
-			ws.stdin = nil
-			ws.mu.Unlock()
-		}()
 		sink := eventSink(ws.send)
 		e, err := ws.s.svc.Exec(ctx, ws.c.user, ws.id, cell, sink.execEvents(func() {}))
+		// The socket takes the next execute as soon as the client has
+		// done, so the cell is over before done is sent.
+		pr.Close()
+		ws.mu.Lock()
+		ws.stdin = nil
+		ws.mu.Unlock()
 		if err != nil {
 			ws.fail(err)
 			return
