@@ -90,7 +90,7 @@ func start(t *testing.T, data string, extra ...string) *server {
 	}()
 	select {
 	case addr := <-found:
-		s.url = "http://" + addr
+		s.url = checkedProxy(t, "http://"+addr)
 	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
 		t.Fatalf("kiln serve did not start:\n%s", s.logs)
