@@ -18,8 +18,8 @@ export class Files {
     } });
     this.el = h("aside", { class: "files", "aria-label": "file explorer" },
       h("div", { class: "files-bar" }, h("strong", {}, "Files"), h("span", { class: "spacer" }),
-        button("⇪", () => this.input.click(), { title: "upload files" }),
-        button("+📁", () => this.newFolder(""), { title: "new folder" }),
+        button("Upload", () => this.input.click(), { title: "upload files" }),
+        button("New folder", () => this.newFolder(""), { title: "new folder" }),
         button("⟳", () => this.refresh(), { title: "refresh the file list" })),
       this.input, this.tree, h("div", { class: "drop-hint muted" }, "Drop files here to upload"));
     this.el.addEventListener("dragover", (e) => {
@@ -66,7 +66,7 @@ export class Files {
       { title: isDir ? `open folder ${e.path}` : `open ${e.path} in an editor tab`, cls: "name" });
     const dl = h("a", { href: filesURL(this.session, e.path, isDir ? "?archive=zip" : ""), download: isDir ? `${e.name}.zip` : e.name, title: `download ${e.path}${isDir ? " as a zip" : ""}`, "aria-label": `download ${e.path}`, class: "icon" }, "⇩");
     li.append(h("div", { class: "row" }, name, h("span", { class: "size muted" }, isDir ? "" : formatBytes(e.size)), dl,
-      isDir ? button("+📁", () => this.newFolder(e.path), { title: `new folder in ${e.path}` }) : null,
+      isDir ? button("+", () => this.newFolder(e.path), { title: `new folder in ${e.path}` }) : null,
       button("✎", () => this.rename(e.path), { title: `rename ${e.path}` }),
       button("✕", () => this.remove(e.path, isDir), { title: `delete ${e.path}` })));
     if (isDir && this.open.has(e.path)) {

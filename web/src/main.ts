@@ -200,6 +200,7 @@ async function notebookScreen(id: string): Promise<void> {
     select(tab, body);
   };
   const files = new Files(id, openFile);
+  nb.onCellDone = () => files.refresh();
   const bar = h("div", { class: "nb-bar", role: "toolbar", "aria-label": "notebook" },
     button("▶▶ Run all", () => nb.runAll(), { title: "run all cells" }),
     button("■ Interrupt", () => nb.interrupt().catch((e) => toast(e.message)), { title: "interrupt the running cell" }),

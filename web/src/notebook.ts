@@ -258,6 +258,8 @@ export class Notebook {
   private closed = false;
   saveState: HTMLElement;
 
+  onCellDone?: () => void; // the file explorer refreshes: a cell may have changed files
+
   constructor(public session: Session, public languages: string[]) {
     this.list = h("div", { class: "cells" });
     this.saveState = h("span", { class: "save-state muted", "aria-live": "polite" });
@@ -388,7 +390,7 @@ export class Notebook {
     c.event(ev);
     if (ev.type === "done" || ev.type === "error") {
       this.current = undefined;
-      this.save();
+      this.save().then(() => this.onCellDone?.());
       this.next();
     }
   }
