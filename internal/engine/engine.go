@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kiln-dev/kiln/internal/agentclient"
-	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
 	"github.com/kiln-dev/kiln/internal/protocol"
@@ -31,14 +31,60 @@ const (
 	MaxArgs       = 1024
 )
 
+// Backend makes sandboxes for the engine. The native backend
+// (backend/native) is the one kiln serves with; backend/unboxed runs the
+// agent without isolation, for tests. Every backend passes the
+// conformance suite in backend/backendtest.
+type Backend interface {
+	// CreateSandbox starts a sandbox and returns once its agent answers.
+	CreateSandbox(ctx context.Context, spec backend.Spec) (backend.Sandbox, error)
+	// Connect returns the client of the sandbox's agent.
+	Connect(ctx context.Context, id string) (*agentclient.Client, error)
+	// DestroySandbox kills everything in the sandbox and removes every
+	// trace of it; destroying one that is gone is not an error.
+	DestroySandbox(ctx context.Context, id string) error
+	// List returns the sandboxes this backend made that still exist, so
+	// that an owner can reap what it lost track of.
+	List(ctx context.Context) ([]string, error)
+	// Capabilities says what the backend enforces.
+	Capabilities() backend.Capabilities
+}
+
 // Engine runs code in sandboxes from one backend.
 type Engine struct {
-	backend *native.Backend
+	backend Backend
 	log     *slog.Logger
 }
 
 // New returns an engine on b.
-func New(b *native.Backend, log *slog.Logger) *Engine { return &Engine{backend: b, log: log} }
+func New(b Backend, log *slog.Logger) *Engine { return &Engine{backend: b, log: log} }
+
+// Backend is the engine's backend.
+func (e *Engine) Backend() Backend { return e.backend }
+
+// sandbox is a sandbox the engine made, with its agent's client.
+type sandbox struct {
+	backend.Sandbox
+	Agent *agentclient.Client
+	b     Backend
+}
+
+// create makes a sandbox and connects to its agent.
+func (e *Engine) create(ctx context.Context, spec backend.Spec) (*sandbox, error) {
+	box, err := e.backend.CreateSandbox(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	c, err := e.backend.Connect(ctx, box.ID)
+	if err != nil {
+		e.backend.DestroySandbox(context.Background(), box.ID)
+		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot reach the sandbox's agent")
+	}
+	return &sandbox{Sandbox: box, Agent: c, b: e.backend}, nil
+}
+
+// Destroy removes the sandbox.
+func (s *sandbox) Destroy(ctx context.Context) error { return s.b.DestroySandbox(ctx, s.ID) }
 
 // File is a file copied into the workspace before the program runs.
 type File struct {
@@ -73,7 +119,7 @@ func (e *Engine) Run(ctx context.Context, r Run, stdout, stderr io.Writer) (kiln
 		return kiln.Exit{}, err
 	}
 	lim := r.Limits.WithDefaults()
-	sb, err := e.backend.Create(ctx, native.Spec{Limits: r.Limits, Env: l.Env})
+	sb, err := e.create(ctx, backend.Spec{Limits: r.Limits, Env: l.Env})
 	if err != nil {
 		return kiln.Exit{}, err
 	}

@@ -244,3 +244,6 @@ func TestRunPointsToRunCell(t *testing.T) {
 		t.Errorf("Run(c) = %v, want an unsupported error naming RunCell", err)
 	}
 }
+
+// The native backend is the engine's backend.
+var _ Backend = (*native.Backend)(nil)

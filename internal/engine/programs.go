@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/kiln-dev/kiln/internal/agentclient"
+	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
 	"github.com/kiln-dev/kiln/internal/programs"
@@ -80,7 +82,7 @@ func (s *Session) runProgram(ctx context.Context, l *lang.Language, c Cell, ev E
 			}
 		}
 	})
-	pr, err := programs.Run(runCtx, groupExecer{a}, p, out, errw)
+	pr, err := programs.Run(runCtx, groupExecer{Client: a, box: s.sb.Sandbox}, p, out, errw)
 	if err != nil {
 		return kiln.CellResult{}, err
 	}
@@ -175,7 +177,15 @@ func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 
 // groupExecer runs a session's programs so that stopping one kills only its
 // own process group and session, never the session's kernels.
-type groupExecer struct{ *agentclient.Client }
+// It tells package programs where the backend's processes see the
+// workspace and the build area.
+type groupExecer struct {
+	*agentclient.Client
+	box backend.Sandbox
+}
+
+func (g groupExecer) WorkspaceDir() string { return cmp.Or(g.box.Workspace, programs.Workspace) }
+func (g groupExecer) BuildArea() string    { return cmp.Or(g.box.BuildArea, programs.BuildArea) }
 
 var _ programs.StdinExecer = groupExecer{}
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/agentclient"
-	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/kernelproto"
 	"github.com/kiln-dev/kiln/internal/kernels"
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -32,7 +32,7 @@ type SessionSpec struct {
 // one after another, in one or several languages. It is safe for
 // concurrent use; cells queue.
 type Session struct {
-	sb  *native.Sandbox
+	sb  *sandbox
 	lim kiln.Limits
 	env []string
 
@@ -70,7 +70,7 @@ func (e *Engine) NewSession(ctx context.Context, spec SessionSpec) (*Session, er
 	if err := spec.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	sb, err := e.backend.Create(ctx, native.Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir})
+	sb, err := e.create(ctx, backend.Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir})
 	if err != nil {
 		return nil, err
 	}

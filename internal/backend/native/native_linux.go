@@ -57,6 +57,9 @@ type Backend struct {
 	cg       *cgroups.Host
 	landlock bool
 	log      *slog.Logger
+
+	mu   sync.Mutex
+	made map[string]*Sandbox // by CreateSandbox, until destroyed
 }
 
 // New checks that this host can run sandboxes securely and refuses, with

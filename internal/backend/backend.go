@@ -1,0 +1,44 @@
+// Package backend holds the vocabulary of sandbox backends: what a sandbox
+// is asked to be (Spec), what the engine learns of one it made (Sandbox),
+// and what a backend can promise (Capabilities). The interface itself,
+// engine.Backend, belongs to its one consumer, the engine; this package
+// exists so that backends can implement it without importing the engine.
+package backend
+
+import "github.com/kiln-dev/kiln/internal/kiln"
+
+// Spec describes one sandbox.
+type Spec struct {
+	Limits kiln.Limits // zero fields take defaults
+	Env    []string    // extra KEY=VALUE for user processes, on top of the backend's base
+	// HostDir, when set, is a host directory used as the workspace (the
+	// service keeps workspaces outside the sandbox so they outlive it);
+	// else the workspace dies with the sandbox.
+	HostDir string
+}
+
+// Sandbox is what the engine knows of a sandbox a backend made.
+type Sandbox struct {
+	ID string
+	// Workspace is the workspace as the sandbox's processes see it, and
+	// BuildArea the private place outside it where program languages are
+	// built (package programs). Empty means package programs' defaults,
+	// /workspace and /tmp/.kiln.
+	Workspace string
+	BuildArea string
+}
+
+// Capabilities say what a backend enforces, so that tests and callers
+// do not have to know backends by name.
+type Capabilities struct {
+	Name string // "native", "unboxed"
+	// Isolation: user code cannot read the host's files, see its
+	// processes or reach its network, and runs without privileges. Only a
+	// backend with isolation may run untrusted code.
+	Isolation bool
+	// Limits: memory, processes and CPU are enforced for the whole
+	// sandbox (cgroups), and hitting one is reported. Without it only the
+	// per-execution time and output limits, which the agent enforces
+	// itself, hold.
+	Limits bool
+}

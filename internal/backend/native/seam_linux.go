@@ -1,0 +1,78 @@
+package native
+
+import (
+	"context"
+	"slices"
+
+	"github.com/kiln-dev/kiln/internal/agentclient"
+	"github.com/kiln-dev/kiln/internal/backend"
+	"github.com/kiln-dev/kiln/internal/kiln"
+)
+
+// The engine's backend interface (engine.Backend) over Create: sandboxes
+// by id, which this backend remembers until they are destroyed.
+
+// CreateSandbox starts a sandbox and remembers it by id.
+func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (backend.Sandbox, error) {
+	sb, err := b.Create(ctx, Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir})
+	if err != nil {
+		return backend.Sandbox{}, err
+	}
+	b.mu.Lock()
+	if b.made == nil {
+		b.made = map[string]*Sandbox{}
+	}
+	b.made[sb.ID] = sb
+	b.mu.Unlock()
+	// Builds go to package programs' default area, on the private /tmp.
+	return backend.Sandbox{ID: sb.ID, Workspace: Workspace}, nil
+}
+
+// Connect returns the client of the sandbox's agent: its one connection,
+// made when the sandbox started.
+func (b *Backend) Connect(ctx context.Context, id string) (*agentclient.Client, error) {
+	b.mu.Lock()
+	sb := b.made[id]
+	b.mu.Unlock()
+	if sb == nil {
+		return nil, kiln.Errorf(kiln.NotFound, "no sandbox %q", id)
+	}
+	return sb.Agent, nil
+}
+
+// DestroySandbox destroys a sandbox made by CreateSandbox; one that is
+// already gone is not an error.
+func (b *Backend) DestroySandbox(ctx context.Context, id string) error {
+	b.mu.Lock()
+	sb := b.made[id]
+	b.mu.Unlock()
+	if sb == nil {
+		return nil
+	}
+	err := sb.Destroy(ctx)
+	if err == nil {
+		b.mu.Lock()
+		delete(b.made, id)
+		b.mu.Unlock()
+	}
+	return err
+}
+
+// List returns the sandboxes made by CreateSandbox and not yet destroyed.
+// Those of a kiln process that died are removed by New (CleanOrphans).
+func (b *Backend) List(ctx context.Context) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ids := make([]string, 0, len(b.made))
+	for id := range b.made {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Capabilities: full isolation and cgroup limits; New refuses a host
+// that cannot give both.
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{Name: "native", Isolation: true, Limits: true}
+}
