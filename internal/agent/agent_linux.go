@@ -63,6 +63,9 @@ type Agent struct {
 	cells   map[uint64]*cellRun
 	stdins  map[uint64]*stdinQueue // open stdin of running execs and cells, by request id
 	files   sync.Mutex             // one file operation at a time keeps chown and sizes simple
+
+	// unisolated: a plain host process (ServeUnisolated), for tests only.
+	unisolated bool
 }
 
 func newAgent(cfg protocol.AgentConfig) (*Agent, error) {

@@ -277,6 +277,10 @@ func (a *Agent) control(m *protocol.Message) {
 // so a process cannot fork its way out, and setsid or a double fork does not
 // help either.
 func (a *Agent) killAll() {
+	if a.unisolated {
+		a.killDescendants() // kill(-1) would reach every process of the user
+		return
+	}
 	unix.Kill(-1, unix.SIGKILL)
 }
 

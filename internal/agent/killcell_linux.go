@@ -131,9 +131,10 @@ func (a *Agent) killCell(x *execution) {
 		procs := processes()
 		keep := a.protected()
 		found := false
+		self := map[int]bool{os.Getpid(): true}
 		for p, st := range procs {
-			if st.zombie {
-				continue
+			if st.zombie || a.unisolated && !descends(p, procs, self) {
+				continue // without a pid namespace, only our own descendants
 			}
 			ours := st.pgrp == x.pid || st.sid == x.pid || p == x.pid
 			if !ours && st.start >= x.since && !descends(p, procs, keep) {

@@ -24,10 +24,17 @@ type spare struct {
 	// which a kernel's streams need for their markers. A plain exec closes
 	// them at once, or its pipes would never reach end of file.
 	outW, errW *os.File
+	// Without isolation (ServeUnisolated) there is no spawn stage: start
+	// runs the program and held are the child's ends it keeps until then.
+	start func(spawn.Request) error
+	held  []*os.File
 }
 
 // newSpare starts a spawn stage and sends it the sandbox's config.
 func (a *Agent) newSpare() (*spare, error) {
+	if a.unisolated {
+		return a.newPlainSpare()
+	}
 	p, err := newPipes()
 	if err != nil {
 		return nil, fmt.Errorf("pipes: %w", err)
@@ -87,6 +94,9 @@ func (a *Agent) newSpare() (*spare, error) {
 
 // launch hands the spare its request; from here on it is the user's process.
 func (s *spare) launch(req spawn.Request) error {
+	if s.start != nil {
+		return s.start(req)
+	}
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -113,8 +123,8 @@ func (s *spare) alive() bool {
 
 // discard closes the spare's pipes; it then exits on its own.
 func (s *spare) discard() {
-	s.ctl.Close()
-	closeFiles(s.channel, s.outW, s.errW)
+	closeFiles(s.ctl, s.channel, s.outW, s.errW)
+	closeFiles(s.held...)
 	s.pipes.closeAll()
 }
 

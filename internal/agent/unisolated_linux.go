@@ -1,0 +1,160 @@
+package agent
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/internal/agent/spawn"
+	"github.com/kiln-dev/kiln/internal/cgroups"
+	"github.com/kiln-dev/kiln/internal/protocol"
+)
+
+// Unisolated is the configuration of an agent that runs as a plain host
+// process: no namespaces, no cgroups, no seccomp or Landlock, user code
+// as the calling user. Only the in-process test backend
+// (internal/backend/unboxed, which no command imports) starts one; the
+// sandbox's boot path never can, as nothing in protocol.Boot selects it.
+type Unisolated struct {
+	Workspace string   // a host directory
+	Env       []string // the whole environment of user processes
+	OpenFiles int64    // unused: no rlimits are set without isolation
+}
+
+// ServeUnisolated runs an agent on conn, for tests only, in the calling
+// process, which it makes the subreaper of everything it starts: its
+// descendants are the "sandbox" that killAll and killCell stop. It
+// returns when the service hangs up. The caller's process must be
+// dedicated to it: it clears the environment and reaps every child.
+func ServeUnisolated(conn *os.File, cfg Unisolated) error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	os.Clearenv()
+	// The connection must not reach user processes.
+	syscall.CloseOnExec(int(conn.Fd()))
+	a := &Agent{
+		cfg: protocol.AgentConfig{
+			Workspace: cfg.Workspace,
+			Env:       cfg.Env,
+			UserUID:   -1, // files keep the caller's owner: Lchown(-1, -1) changes nothing
+		},
+		unisolated: true,
+		cg:         &cgroups.Handles{}, // no cgroup: usage comes from rusage
+		conn:       conn,
+		out:        protocol.NewWriter(conn),
+		reaper:     startReaper(),
+		log:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		execs:      map[uint64]*execution{},
+		kernels:    map[string]*kernel{},
+		specs:      map[string]protocol.Kernel{},
+		cells:      map[uint64]*cellRun{},
+		stdins:     map[uint64]*stdinQueue{},
+	}
+	a.refill()
+	return a.serve(protocol.NewReader(conn))
+}
+
+// newPlainSpare is a spare without a process: the program itself starts
+// when the request comes, as the caller, in a session of its own, with
+// the same descriptors a spawn stage would give it.
+func (a *Agent) newPlainSpare() (*spare, error) {
+	p, err := newPipes()
+	if err != nil {
+		return nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		p.closeAll()
+		return nil, err
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "channel"), os.NewFile(uintptr(fds[1]), "channel-kernel")
+	outW, errW := dupFile(p.stdoutW), dupFile(p.stderrW)
+	s := &spare{pipes: p, channel: ours, outW: outW, errW: errW, held: []*os.File{theirs}}
+	if outW == nil || errW == nil {
+		s.discard()
+		return nil, os.ErrInvalid
+	}
+	s.start = func(req spawn.Request) error {
+		defer closeFiles(theirs)
+		defer p.closeChildEnds()
+		files := []uintptr{p.stdinR.Fd(), p.stdoutW.Fd(), p.stderrW.Fd()}
+		if req.Channel {
+			files = append(files, theirs.Fd())
+		}
+		argv, err := plainArgv(req)
+		if err != nil {
+			return err
+		}
+		pid, done, err := a.reaper.start(func() (int, error) {
+			return syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
+				Dir: req.Dir, Env: req.Env, Files: files,
+				Sys: &syscall.SysProcAttr{Setsid: true},
+			})
+		})
+		if err != nil {
+			return err
+		}
+		s.pid, s.done = pid, done
+		return nil
+	}
+	return s, nil
+}
+
+// plainArgv resolves the program on the request's PATH. A program that is
+// not found ends with status 127 and the spawn stage's message.
+func plainArgv(req spawn.Request) ([]string, error) {
+	name := req.Argv[0]
+	if strings.Contains(name, "/") {
+		return req.Argv, nil
+	}
+	for _, e := range req.Env {
+		v, ok := strings.CutPrefix(e, "PATH=")
+		if !ok {
+			continue
+		}
+		for _, dir := range filepath.SplitList(v) {
+			p := filepath.Join(dir, name)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				return append([]string{p}, req.Argv[1:]...), nil
+			}
+		}
+	}
+	return []string{"/bin/sh", "-c", `printf 'kiln: %s: command not found\n' "$0" >&2; exit 127`, name}, nil
+}
+
+// killDescendants is killAll without a pid namespace: every process that
+// descends from this one (orphans come back to it, the subreaper), and
+// then whatever those fork while they die, until none is left. A process
+// that starts later for another request is spared: it descends from none
+// of the doomed.
+func (a *Agent) killDescendants() {
+	self := os.Getpid()
+	doomed := map[int]bool{}
+	procs := processes()
+	for p, st := range procs {
+		if p != self && !st.zombie && descends(p, procs, map[int]bool{self: true}) {
+			doomed[p] = true
+		}
+	}
+	for range 100 {
+		found := false
+		for p, st := range procs {
+			if !st.zombie && p != self && descends(p, procs, doomed) {
+				doomed[p] = true
+				unix.Kill(p, unix.SIGKILL)
+				found = true
+			}
+		}
+		if !found {
+			return
+		}
+		time.Sleep(time.Millisecond)
+		procs = processes()
+	}
+}
