@@ -14,11 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kiln-dev/kiln/internal/backend/native"
-	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/server"
 	"github.com/kiln-dev/kiln/internal/service"
+	"github.com/kiln-dev/kiln/internal/stack"
 	"github.com/kiln-dev/kiln/internal/store"
 	"github.com/kiln-dev/kiln/internal/store/postgres"
 	"github.com/kiln-dev/kiln/internal/store/sqlite"
@@ -124,20 +123,15 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	b, err := native.New(native.Config{}, log)
+	k, err := stack.New(ctx, stack.Config{Service: f.svc, HTTP: f.http, Store: st, Log: log})
 	if err != nil {
 		return err
 	}
-	svc, err := service.New(ctx, f.svc, st, engine.New(b, log), log)
-	if err != nil {
+	defer k.Close(context.Background())
+	if err := announceKey(ctx, k.Service, f, stdout); err != nil {
 		return err
 	}
-	defer svc.Close(context.Background())
-	if err := announceKey(ctx, svc, f, stdout); err != nil {
-		return err
-	}
-	h := server.New(svc, f.http, log)
+	h := k.Server
 	if f.metricsAddr != "" {
 		if err := serveMetrics(ctx, f.metricsAddr, h.MetricsHandler(), log); err != nil {
 			return err

@@ -27,7 +27,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/server"
 	"github.com/kiln-dev/kiln/internal/service"
-	"github.com/kiln-dev/kiln/internal/store/sqlite"
+	"github.com/kiln-dev/kiln/internal/stack"
 	"github.com/kiln-dev/kiln/internal/workspace"
 )
 
@@ -197,26 +197,23 @@ func startService(ctx context.Context, e *engine.Engine, cfg service.Config, log
 		return nil, err
 	}
 	h.cleanup = append(h.cleanup, func() error { return removeDataDir(dir) })
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "kiln.db"))
+	cfg.DataDir = dir
+	// The rate limit is the operator's policy, not a cost: lifted here so
+	// the benchmark measures the work.
+	k, err := stack.New(ctx, stack.Config{Service: cfg, HTTP: server.Config{RatePerSecond: 1e9, RateBurst: 1 << 30}, Engine: e, Log: log})
 	if err != nil {
 		return nil, err
 	}
-	h.cleanup = append(h.cleanup, st.Close)
-	cfg.DataDir = dir
-	if h.svc, err = service.New(ctx, cfg, st, e, log); err != nil {
-		return nil, err
-	}
+	h.svc = k.Service
 	h.cleanup = append(h.cleanup, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		return h.svc.Close(ctx)
+		return k.Close(ctx)
 	})
 	if h.admin, err = h.svc.Bootstrap(ctx); err != nil {
 		return nil, err
 	}
-	// The rate limit is the operator's policy, not a cost: lifted here so
-	// the benchmark measures the work.
-	srv := server.New(h.svc, server.Config{RatePerSecond: 1e9, RateBurst: 1 << 30}, log)
+	srv := k.Server
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -240,11 +237,11 @@ func startService(ctx context.Context, e *engine.Engine, cfg service.Config, log
 	if err != nil {
 		return nil, err
 	}
-	k, err := admin.CreateKey(ctx, u.ID, "bench")
+	key, err := admin.CreateKey(ctx, u.ID, "bench")
 	if err != nil {
 		return nil, err
 	}
-	if h.user, err = client.New(h.url, k.Secret, client.WithHTTPClient(h.hc)); err != nil {
+	if h.user, err = client.New(h.url, key.Secret, client.WithHTTPClient(h.hc)); err != nil {
 		return nil, err
 	}
 	if h.size > 0 {

@@ -12,13 +12,11 @@ import (
 
 	"github.com/kiln-dev/kiln/client"
 	"github.com/kiln-dev/kiln/internal/agent"
-	"github.com/kiln-dev/kiln/internal/backend/native"
-	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/server"
 	"github.com/kiln-dev/kiln/internal/server/openapi/openapitest"
 	"github.com/kiln-dev/kiln/internal/service"
+	"github.com/kiln-dev/kiln/internal/stack"
 	"github.com/kiln-dev/kiln/internal/store"
-	"github.com/kiln-dev/kiln/internal/store/sqlite"
 	"github.com/kiln-dev/kiln/internal/workspace"
 )
 
@@ -65,32 +63,20 @@ func newEnv(t *testing.T, opts options) *env {
 	// workspaces under the data directory.
 	os.Chmod(filepath.Dir(dir), 0o711)
 	os.Chmod(dir, 0o711)
-	st, err := sqlite.Open(ctx, dir+"/kiln.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := native.New(native.Config{}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := opts.svc
 	cfg.DataDir = dir
 	if cfg.PoolSize == 0 {
 		cfg.PoolSize = -1
 	}
-	var ss store.Store = st
-	if opts.wrapStore != nil {
-		ss = opts.wrapStore(st)
-	}
-	svc, err := service.New(ctx, cfg, ss, engine.New(b, log), log)
+	k, err := stack.New(ctx, stack.Config{Service: cfg, HTTP: opts.http, View: opts.wrapStore, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
+	svc, srv := k.Service, k.Server
 	key, err := svc.Bootstrap(ctx)
 	if err != nil || key == "" {
 		t.Fatalf("bootstrap: key %q, err %v", key, err)
 	}
-	srv := server.New(svc, opts.http, log)
 	// Every answer of every test is checked against the OpenAPI document;
 	// a mismatch fails the test once its server has stopped.
 	spec, err := openapitest.New()
@@ -107,8 +93,7 @@ func newEnv(t *testing.T, opts options) *env {
 		hs.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		svc.Close(ctx)
-		st.Close()
+		k.Close(ctx)
 		// Active sessions keep their workspaces across a stop, by design;
 		// a test's are removed here.
 		ws, err := workspace.Open(filepath.Join(dir, "workspaces"))
