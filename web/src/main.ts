@@ -34,6 +34,7 @@ function showHelp(): void {
   const rows = [
     ["Shift+Enter", "run the cell and move to the next (a new one at the end)"],
     ["Ctrl+Enter (⌘+Enter)", "run the cell and stay"],
+    ["▲▶ on a cell", "run the cells above it"],
     ["Shift+Enter in a markdown cell", "render it"],
     ["Double-click a markdown cell", "edit it"],
     ["Enter in an input box", "send the line to the running cell"],
@@ -162,6 +163,7 @@ async function notebookScreen(id: string): Promise<void> {
   const select = (tab: HTMLElement, body: HTMLElement) => {
     for (const t of tabs.children) t.setAttribute("aria-selected", String(t === tab));
     pane.replaceChildren(body);
+    if (body !== nb.el) pane.parentElement?.scrollTo({ top: 0 }); // a file tab starts at its top
   };
   const openFile = async (path: string) => {
     const open = openFiles.get(path);
@@ -209,7 +211,7 @@ async function notebookScreen(id: string): Promise<void> {
     button("+ Markdown", () => nb.add("markdown"), { title: "add a markdown cell" }),
     nb.saveState);
   app.replaceChildren(header(h("span", { class: "crumb" }, `session ${session.id}`), h("span", { class: "muted" }, ` ${session.status} · idle time-out ${formatTTL(session.idle_ttl_seconds)}`)),
-    h("div", { class: "workbench" }, files.el, h("main", { class: "main" }, bar, tabs, pane)));
+    h("div", { class: "workbench" }, files.el, h("main", { class: "main" }, h("div", { class: "sticky" }, bar, tabs), pane)));
   select(nbTab, nb.el);
   await nb.load();
   files.refresh();

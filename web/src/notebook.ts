@@ -207,8 +207,9 @@ class Cell {
     d.seq = x?.seq ?? d.seq;
     d.status = r?.status ?? x?.status ?? "done";
     if (r) {
-      d.wallNS = r.usage?.wall;
-      d.cpuNS = r.usage?.cpu;
+      // The API reports milliseconds (usage.wall_ms, cpu_ms).
+      d.wallNS = r.usage ? r.usage.wall_ms * 1e6 : undefined;
+      d.cpuNS = r.usage ? r.usage.cpu_ms * 1e6 : undefined;
       d.peakMemory = r.usage?.peak_memory_bytes;
       d.artifacts = r.artifacts ?? [];
       if (!d.outputs.some((o) => o.kind === "display")) {

@@ -242,6 +242,27 @@ fetch("/v1/users/me", {credentials: "include"}).then(function (x) { return x.tex
   }
   results.one_plus_one_ms = lat.map((x) => Math.round(x * 10) / 10);
 
+  // A 10,000-line output: the time until it is all on screen, and how long
+  // a frame then takes while the output scrolls.
+  await ensureCell(page, n + 5);
+  const t0 = Date.now();
+  cell = await runIn(page, n + 5, "for i in range(10000):\n    print('line', i)");
+  results.ten_thousand_lines_ms = Date.now() - t0;
+  check((await cell.locator("pre.stdout").innerText()).includes("line 9999"), "a 10,000-line output is all there");
+  results.scroll_frame_ms = await cell.locator("pre.stdout").evaluate(async (el) => {
+    const frames = [];
+    let last = performance.now();
+    for (let i = 0; i < 30; i++) {
+      el.scrollTop += 200;
+      await new Promise((r) => requestAnimationFrame(r));
+      const now = performance.now();
+      frames.push(now - last);
+      last = now;
+    }
+    frames.sort((a, b) => a - b);
+    return Math.round(frames[15] * 10) / 10;
+  });
+
   // Open a file in an editor tab, edit and save it.
   await page.locator('aside.files li[data-path="data.csv"] button.name').click();
   await page.locator(".file-tab .monaco-editor").waitFor();
