@@ -31,7 +31,7 @@ func TestRoutes(t *testing.T) {
 		{"run", func(ctx context.Context, c *Client) (any, error) {
 			return c.Run(ctx, RunRequest{Language: "python", Code: "print(1)"})
 		}, "POST", "/v1/run", `{"language":"python","code":"print(1)","limits":{}}`, 200,
-			&RunResult{Result: CellResult{Status: "ok", Stdout: "1\n"}}},
+			&RunResult{Result: CellResult{Status: "ok", Stdout: "1\n", Outputs: []Output{}, Artifacts: []Artifact{}}}},
 		{"create session", func(ctx context.Context, c *Client) (any, error) {
 			return c.CreateSession(ctx, SessionRequest{Languages: []string{"python"}, IdleTTLSeconds: 60, Metadata: map[string]string{"conv": "7"}})
 		}, "POST", "/v1/sessions", `{"languages":["python"],"limits":{},"idle_ttl_seconds":60,"metadata":{"conv":"7"}}`, 201, &sess},

@@ -35,7 +35,8 @@ func TestExecStream(t *testing.T) {
 	started := &Execution{ID: "e1", SessionID: "s1", Seq: 3, Language: "python", Code: "print('hi')", Status: "running", Started: t0}
 	done := *started
 	done.Status = "ok"
-	done.Result = &CellResult{Language: "python", Status: "ok", Stdout: "hi\nthere\n"}
+	// Lists are [] on the wire, never null (kiln.CellResult.MarshalJSON).
+	done.Result = &CellResult{Language: "python", Status: "ok", Stdout: "hi\nthere\n", Outputs: []Output{}, Artifacts: []Artifact{}}
 	display := &Output{Data: map[string]json.RawMessage{"text/plain": json.RawMessage(`"42"`)}}
 	events := []Event{
 		{Type: EventStarted, Execution: started},

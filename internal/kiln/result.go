@@ -2,10 +2,12 @@ package kiln
 
 import "time"
 
-// Usage is what one execution consumed.
+// Usage is what one execution consumed. On the wire the times are
+// milliseconds (wall_ms, cpu_ms: numbers with microsecond precision), like
+// every duration of the API, whose names carry their unit (MarshalJSON).
 type Usage struct {
-	Wall        time.Duration `json:"wall"`
-	CPU         time.Duration `json:"cpu"`
+	Wall        time.Duration `json:"wall_ms"`
+	CPU         time.Duration `json:"cpu_ms"`
 	PeakMemory  int64         `json:"peak_memory_bytes"`
 	OutputBytes int64         `json:"output_bytes"`
 }

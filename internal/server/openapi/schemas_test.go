@@ -139,6 +139,8 @@ func jsonType(t reflect.Type) string {
 		return "string"
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
 		return "string" // base64
+	case t == reflect.TypeFor[time.Duration]():
+		return "number" // milliseconds, by kiln.Usage's MarshalJSON
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -147,7 +149,7 @@ func jsonType(t reflect.Type) string {
 		return "boolean"
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "integer" // time.Duration too: nanoseconds
+		return "integer"
 	case reflect.Float32, reflect.Float64:
 		return "number"
 	case reflect.Slice, reflect.Array:
