@@ -123,9 +123,10 @@ async function main() {
   const table = cell.locator("table.data-table");
   await table.waitFor();
   check((await table.locator("tbody tr").count()) === 25 && (await cell.locator(".pager").innerText()).includes("of 60"), "a DataFrame is a table, paged 25 rows at a time");
+  await cells(page).nth(1).evaluate((el) => el.scrollIntoView({ block: "start" }));
+  await shot(page, "03-notebook");
   await cell.getByRole("button", { name: "next page of rows" }).click();
   check((await table.locator("tbody tr").first().innerText()).includes("25"), "the table's next page shows row 25");
-  await shot(page, "03-notebook");
 
   // A JavaScript cell.
   await ensureCell(page, 3);
