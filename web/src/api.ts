@@ -75,7 +75,7 @@ export interface FileInfo { path: string; name: string; type: string; size: numb
 export interface FileList { path: string; entries: FileInfo[] }
 export interface Output { data: Record<string, unknown>; metadata?: Record<string, unknown>; execute_result?: boolean }
 export interface CellError { name: string; message: string; traceback?: string[]; line?: number; diagnostics?: { file: string; line: number; column?: number; severity: string; message: string }[] }
-export interface Usage { wall: number; cpu: number; peak_memory_bytes: number; output_bytes: number }
+export interface Usage { wall_ms: number; cpu_ms: number; peak_memory_bytes: number; output_bytes: number }
 export interface Artifact { path: string; size: number; change: string }
 export interface CellResult {
   language: string; status: string; stdout: string; stderr: string; outputs: Output[] | null;
