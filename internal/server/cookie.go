@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -134,6 +135,9 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) doSignIn(w http.ResponseWriter, r *http.Request) error {
+	if err := pageOrigin(r); err != nil {
+		return err
+	}
 	var req signInRequest
 	if err := decode(w, r, 4*kiln.KiB, &req); err != nil {
 		return err
@@ -173,6 +177,10 @@ func (s *Server) doSignIn(w http.ResponseWriter, r *http.Request) error {
 // It needs the CSRF header, so another site cannot sign a user out.
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 	noteRoute(w, r)
+	if err := pageOrigin(r); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
 	c, err := r.Cookie(sessionCookie)
 	if err == nil && c.Value != "" {
 		if _, _, err := s.cookieKey(r); err != nil && kiln.KindOf(err) == kiln.Forbidden {
@@ -186,4 +194,19 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 			SameSite: http.SameSiteStrictMode})
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// pageOrigin refuses a sign-in or sign-out sent by another site's page
+// (login CSRF): browsers name the page's origin in the Origin header of a
+// POST. A client that sends none (curl) is not a browser page.
+func pageOrigin(r *http.Request) error {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host != r.Host {
+		return kiln.Errorf(kiln.Forbidden, "sign-in and sign-out are accepted only from kiln's own page: the request came from %q, not from %q", trunc(o, 100), r.Host)
+	}
+	return nil
 }

@@ -84,6 +84,13 @@ func TestUICookieSignIn(t *testing.T) {
 	if resp, text := b.do("POST", "/ui/signin", `{"key":"kiln_wrong"}`, false); resp.StatusCode != http.StatusUnauthorized || b.cookie("kiln_session") != "" {
 		t.Fatalf("sign in with a wrong key = %d (%s), cookie %q; want 401 and no cookie", resp.StatusCode, text, b.cookie("kiln_session"))
 	}
+	// Another site's page cannot sign the browser in (login CSRF).
+	req, _ := http.NewRequest("POST", e.url+"/ui/signin", strings.NewReader(`{"key":"`+e.key+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "https://evil.example")
+	if r, err := b.hc.Do(req); err != nil || r.StatusCode != http.StatusForbidden || b.cookie("kiln_session") != "" {
+		t.Fatalf("sign in from another origin: %v %v, cookie %q; want 403 and no cookie", err, r, b.cookie("kiln_session"))
+	}
 	resp := b.signIn(e.key)
 	var session, csrf *http.Cookie
 	for _, c := range resp.Cookies() {
