@@ -27,7 +27,7 @@ func optTime(t time.Time) *time.Time {
 	return &t
 }
 
-func fromSession(s store.Session) client.Session {
+func fromSession(s kiln.Session) client.Session {
 	md := s.Metadata
 	if md == nil {
 		md = map[string]string{}
@@ -37,12 +37,12 @@ func fromSession(s store.Session) client.Session {
 		LastActive: s.LastActive, Ended: optTime(s.Ended), EndReason: s.EndReason}
 }
 
-func fromExecution(e store.Execution) client.Execution {
+func fromExecution(e kiln.Execution) client.Execution {
 	return client.Execution{ID: e.ID, SessionID: e.SessionID, Seq: e.Seq, Language: e.Language, Code: e.Code,
 		Status: e.Status, Result: e.Result, Started: e.Started, Ended: optTime(e.Ended)}
 }
 
-func fromUser(u store.User) client.User {
+func fromUser(u kiln.User) client.User {
 	return client.User{ID: u.ID, Name: u.Name, Admin: u.Admin, Created: u.Created}
 }
 

@@ -7,7 +7,6 @@ import (
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/service"
-	"github.com/kiln-dev/kiln/internal/store"
 )
 
 // eventSink turns a cell's callbacks into client events, for SSE and the
@@ -24,7 +23,7 @@ func (send eventSink) execEvents(started func()) service.ExecEvents {
 			started()
 			send(client.Event{Type: client.EventQueued, Position: p.Position, Reason: p.Reason})
 		},
-		Started: func(e store.Execution) {
+		Started: func(e kiln.Execution) {
 			started()
 			x := fromExecution(e)
 			send(client.Event{Type: client.EventStarted, Execution: &x})

@@ -39,28 +39,28 @@ func (f *flakyStore) fail(what string) error {
 	return nil
 }
 
-func (f *flakyStore) CreateUser(ctx context.Context, u *store.User) error {
+func (f *flakyStore) CreateUser(ctx context.Context, u *kiln.User) error {
 	if err := f.fail("create user"); err != nil {
 		return err
 	}
 	return f.Store.CreateUser(ctx, u)
 }
 
-func (f *flakyStore) User(ctx context.Context, id string) (store.User, error) {
+func (f *flakyStore) User(ctx context.Context, id string) (kiln.User, error) {
 	if err := f.fail("get user"); err != nil {
-		return store.User{}, err
+		return kiln.User{}, err
 	}
 	return f.Store.User(ctx, id)
 }
 
-func (f *flakyStore) UserByName(ctx context.Context, name string) (store.User, error) {
+func (f *flakyStore) UserByName(ctx context.Context, name string) (kiln.User, error) {
 	if err := f.fail("get user"); err != nil {
-		return store.User{}, err
+		return kiln.User{}, err
 	}
 	return f.Store.UserByName(ctx, name)
 }
 
-func (f *flakyStore) ListUsers(ctx context.Context, p store.Page) ([]store.User, string, error) {
+func (f *flakyStore) ListUsers(ctx context.Context, p store.Page) ([]kiln.User, string, error) {
 	if err := f.fail("list users"); err != nil {
 		return nil, "", err
 	}
@@ -102,21 +102,21 @@ func (f *flakyStore) ListAPIKeys(ctx context.Context, userID string) ([]store.AP
 	return f.Store.ListAPIKeys(ctx, userID)
 }
 
-func (f *flakyStore) CreateSession(ctx context.Context, s *store.Session) error {
+func (f *flakyStore) CreateSession(ctx context.Context, s *kiln.Session) error {
 	if err := f.fail("create session"); err != nil {
 		return err
 	}
 	return f.Store.CreateSession(ctx, s)
 }
 
-func (f *flakyStore) Session(ctx context.Context, userID, id string) (store.Session, error) {
+func (f *flakyStore) Session(ctx context.Context, userID, id string) (kiln.Session, error) {
 	if err := f.fail("get session"); err != nil {
-		return store.Session{}, err
+		return kiln.Session{}, err
 	}
 	return f.Store.Session(ctx, userID, id)
 }
 
-func (f *flakyStore) ListSessions(ctx context.Context, userID string, sf store.SessionFilter, p store.Page) ([]store.Session, string, error) {
+func (f *flakyStore) ListSessions(ctx context.Context, userID string, sf store.SessionFilter, p store.Page) ([]kiln.Session, string, error) {
 	if err := f.fail("list sessions"); err != nil {
 		return nil, "", err
 	}
@@ -144,14 +144,14 @@ func (f *flakyStore) EndSession(ctx context.Context, userID, id, reason string, 
 	return f.Store.EndSession(ctx, userID, id, reason, at)
 }
 
-func (f *flakyStore) ActiveSessions(ctx context.Context) ([]store.Session, error) {
+func (f *flakyStore) ActiveSessions(ctx context.Context) ([]kiln.Session, error) {
 	if err := f.fail("active sessions"); err != nil {
 		return nil, err
 	}
 	return f.Store.ActiveSessions(ctx)
 }
 
-func (f *flakyStore) CreateExecution(ctx context.Context, e *store.Execution) error {
+func (f *flakyStore) CreateExecution(ctx context.Context, e *kiln.Execution) error {
 	if err := f.fail("create execution"); err != nil {
 		return err
 	}
@@ -165,14 +165,14 @@ func (f *flakyStore) FinishExecution(ctx context.Context, userID, id string, res
 	return f.Store.FinishExecution(ctx, userID, id, result, at)
 }
 
-func (f *flakyStore) Execution(ctx context.Context, userID, id string) (store.Execution, error) {
+func (f *flakyStore) Execution(ctx context.Context, userID, id string) (kiln.Execution, error) {
 	if err := f.fail("get execution"); err != nil {
-		return store.Execution{}, err
+		return kiln.Execution{}, err
 	}
 	return f.Store.Execution(ctx, userID, id)
 }
 
-func (f *flakyStore) ListExecutions(ctx context.Context, userID, sessionID string, p store.Page) ([]store.Execution, string, error) {
+func (f *flakyStore) ListExecutions(ctx context.Context, userID, sessionID string, p store.Page) ([]kiln.Execution, string, error) {
 	if err := f.fail("list executions"); err != nil {
 		return nil, "", err
 	}

@@ -127,7 +127,7 @@ func New(svc *service.Service, cfg Config, log *slog.Logger) *Server {
 
 // call is what a handler knows about its request once authenticated.
 type call struct {
-	user store.User
+	user kiln.User
 	key  store.APIKey
 }
 

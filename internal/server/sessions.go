@@ -34,7 +34,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c *call) 
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := r.URL.Query()
-	f := store.SessionFilter{Status: store.SessionStatus(q.Get("status"))}
+	f := store.SessionFilter{Status: kiln.SessionStatus(q.Get("status"))}
 	for k, v := range q {
 		name, ok := strings.CutPrefix(k, "metadata.")
 		switch {

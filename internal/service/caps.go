@@ -75,7 +75,7 @@ func (c *Config) checkLimitConfig() error {
 // maximum, naming the limit and the maximum; admins may exceed them
 // (within kiln's own ranges, which Validate checks). Then it fills the
 // fields not asked for with the operator's defaults.
-func (s *Service) capLimits(u store.User, l kiln.Limits) (kiln.Limits, error) {
+func (s *Service) capLimits(u kiln.User, l kiln.Limits) (kiln.Limits, error) {
 	for _, f := range limitFields {
 		v, m := *f.get(&l), *f.get(&s.cfg.MaxLimits)
 		if !u.Admin && m > 0 && v > m {
@@ -93,7 +93,7 @@ func (s *Service) capLimits(u store.User, l kiln.Limits) (kiln.Limits, error) {
 
 // checkIdleTTL applies the idle TTL's cap: MaxIdleTTL for users, a month
 // for admins.
-func (s *Service) checkIdleTTL(u store.User, ttl time.Duration) error {
+func (s *Service) checkIdleTTL(u kiln.User, ttl time.Duration) error {
 	if ttl < time.Second {
 		return kiln.Errorf(kiln.Invalid, "idle TTL %v is under the minimum of 1s", ttl)
 	}
@@ -180,7 +180,7 @@ func (b *cpuBudget) today(ctx context.Context, user string) (time.Duration, time
 
 // chargeCPU adds a finished cell's or run's CPU time to u's day; a store
 // failure is logged, not returned, because the work has happened.
-func (s *Service) chargeCPU(ctx context.Context, u store.User, d time.Duration) {
+func (s *Service) chargeCPU(ctx context.Context, u kiln.User, d time.Duration) {
 	if err := s.cpu.charge(context.WithoutCancel(ctx), u.ID, d); err != nil {
 		s.log.Error("record cpu usage", "user", u.ID, "err", err)
 	}
@@ -188,7 +188,7 @@ func (s *Service) chargeCPU(ctx context.Context, u store.User, d time.Duration) 
 
 // checkBudget refuses a cell or run when the user has used the day's CPU
 // budget. A cell that runs over it finishes; the next one is refused.
-func (s *Service) checkBudget(ctx context.Context, u store.User) error {
+func (s *Service) checkBudget(ctx context.Context, u kiln.User) error {
 	limit := time.Duration(s.cfg.CPUSecondsPerDay) * time.Second
 	if limit <= 0 {
 		return nil
@@ -226,7 +226,7 @@ type UserUsage struct {
 
 // Usage reports a user's budgets: the caller's own ("me"), or anyone's
 // for an admin.
-func (s *Service) Usage(ctx context.Context, caller store.User, id string) (UserUsage, error) {
+func (s *Service) Usage(ctx context.Context, caller kiln.User, id string) (UserUsage, error) {
 	id, err := s.subject(caller, id)
 	if err != nil {
 		return UserUsage{}, err
@@ -238,7 +238,7 @@ func (s *Service) Usage(ctx context.Context, caller store.User, id string) (User
 	return s.usageOf(ctx, u)
 }
 
-func (s *Service) usageOf(ctx context.Context, u store.User) (UserUsage, error) {
+func (s *Service) usageOf(ctx context.Context, u kiln.User) (UserUsage, error) {
 	n, bytes := s.activeOf(u.ID)
 	cpu, renews, err := s.cpu.today(ctx, u.ID)
 	if err != nil {

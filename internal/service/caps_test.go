@@ -10,7 +10,6 @@ import (
 
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/metrics"
-	"github.com/kiln-dev/kiln/internal/store"
 	"github.com/kiln-dev/kiln/internal/store/sqlite"
 )
 
@@ -27,8 +26,8 @@ func capService(t *testing.T, cfg Config, now func() time.Time) *Service {
 }
 
 var (
-	someone = store.User{ID: "u1", Name: "someone"}
-	admin   = store.User{ID: "a1", Name: "root", Admin: true}
+	someone = kiln.User{ID: "u1", Name: "someone"}
+	admin   = kiln.User{ID: "a1", Name: "root", Admin: true}
 )
 
 func operatorCaps() Config {
@@ -69,7 +68,7 @@ func TestCapsRefuseNonAdminsAboveTheMaximum(t *testing.T) {
 		}
 	}
 	// A cell's own timeout is capped as well.
-	l := newLive(store.Session{Languages: []string{"python"}}, "", nil)
+	l := newLive(kiln.Session{Languages: []string{"python"}}, "", nil)
 	req := kiln.CellRequest{Code: "1", Timeout: 2 * time.Minute}
 	if _, err := s.checkCell(l, someone, req); kiln.KindOf(err) != kiln.Forbidden || !strings.Contains(err.Error(), "timeout_ms") {
 		t.Errorf("a cell's timeout over the maximum: err = %v, want forbidden naming timeout_ms", err)
@@ -167,7 +166,7 @@ func TestCPUBudgetSurvivesARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	u := store.User{Name: "spender"}
+	u := kiln.User{Name: "spender"}
 	if err := st.CreateUser(ctx, &u); err != nil {
 		t.Fatal(err)
 	}

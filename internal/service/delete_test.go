@@ -7,7 +7,6 @@ import (
 
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
-	"github.com/kiln-dev/kiln/internal/store"
 )
 
 // TestDeleteWithRunningCell: deleting a session while a cell sleeps
@@ -23,7 +22,7 @@ func TestDeleteWithRunningCell(t *testing.T) {
 	}
 	started := make(chan struct{})
 	type answer struct {
-		e   store.Execution
+		e   kiln.Execution
 		err error
 	}
 	done := make(chan answer, 1)
@@ -54,7 +53,7 @@ func TestDeleteWithRunningCell(t *testing.T) {
 	if a.err != nil {
 		t.Fatalf("Exec: %v", a.err)
 	}
-	check := func(where string, e store.Execution) {
+	check := func(where string, e kiln.Execution) {
 		t.Helper()
 		if e.Status != string(kiln.StatusInterrupted) || e.Result == nil || !strings.Contains(e.Result.Notice, "deleted") || e.Result.Error != nil {
 			t.Errorf("%s: status %s, result %+v; want interrupted with a notice that the session was deleted", where, e.Status, e.Result)

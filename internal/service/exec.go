@@ -17,14 +17,14 @@ import (
 type ExecEvents struct {
 	engine.Events
 	Queued  func(Place)
-	Started func(store.Execution)
+	Started func(kiln.Execution)
 }
 
 // checkCell is the service's part of a cell's rules: the session's first
 // language when none is named, and the operator's cap on the timeout for
 // non-admins; then the one validation (engine.CheckCell), against this
 // server's configured bounds, before the cell waits in the queue.
-func (s *Service) checkCell(l *live, u store.User, req kiln.CellRequest) (engine.CheckedCell, error) {
+func (s *Service) checkCell(l *live, u kiln.User, req kiln.CellRequest) (engine.CheckedCell, error) {
 	if req.Language == "" {
 		req.Language = l.rec.Languages[0]
 	}
@@ -39,24 +39,24 @@ func (s *Service) checkCell(l *live, u store.User, req kiln.CellRequest) (engine
 // the finished execution. The error is non-nil when the cell could not be
 // taken (not found, ended, bad input, a full queue) or its sandbox broke;
 // how the cell itself ended is in the result's status.
-func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, cell kiln.CellRequest, ev ExecEvents) (store.Execution, error) {
+func (s *Service) Exec(ctx context.Context, u kiln.User, sessionID string, cell kiln.CellRequest, ev ExecEvents) (kiln.Execution, error) {
 	l, err := s.liveFor(ctx, u, sessionID)
 	if err != nil {
-		return store.Execution{}, err
+		return kiln.Execution{}, err
 	}
 	checked, err := s.checkCell(l, u, cell)
 	if err != nil {
-		return store.Execution{}, err
+		return kiln.Execution{}, err
 	}
 	req := checked.Request()
 	if err := s.checkBudget(ctx, u); err != nil {
-		return store.Execution{}, err
+		return kiln.Execution{}, err
 	}
 	release := l.hold()
 	defer release()
 	t, err := s.enterQueue(u)
 	if err != nil {
-		return store.Execution{}, err
+		return kiln.Execution{}, err
 	}
 	defer t.release()
 	queued := time.Now()
@@ -65,22 +65,22 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, cell
 			ev.Queued(Place{Position: n, Reason: WaitSession})
 		}
 	}); err != nil {
-		return store.Execution{}, err
+		return kiln.Execution{}, err
 	}
 	defer l.unlockCells()
 	if err := t.run(ctx, ev.Queued); err != nil {
-		return store.Execution{}, err
+		return kiln.Execution{}, err
 	}
 	wait := time.Since(queued)
 	sess, err := l.sandbox(ctx, s.engine)
 	if err != nil {
 		s.metrics.SandboxFailure("create")
-		return store.Execution{}, err
+		return kiln.Execution{}, err
 	}
 
-	e := store.Execution{SessionID: sessionID, UserID: u.ID, Language: req.Language, Code: req.Code}
+	e := kiln.Execution{SessionID: sessionID, UserID: u.ID, Language: req.Language, Code: req.Code}
 	if err := s.store.CreateExecution(ctx, &e); err != nil {
-		return store.Execution{}, err
+		return kiln.Execution{}, err
 	}
 	if ev.Started != nil {
 		ev.Started(e)
@@ -99,7 +99,7 @@ func (s *Service) Exec(ctx context.Context, u store.User, sessionID string, cell
 	end := time.Now()
 	done := context.WithoutCancel(ctx)
 	if err := s.finishExecution(done, u.ID, e.ID, res, end); err != nil {
-		return store.Execution{}, err
+		return kiln.Execution{}, err
 	}
 	if len(res.Artifacts) > 0 {
 		if err := s.store.AddArtifacts(done, u.ID, e.ID, res.Artifacts, end); err != nil {
@@ -141,7 +141,7 @@ func (s *Service) stoppedUnder(l *live, language string, res kiln.CellResult, ru
 }
 
 // enterQueue takes u's place in the execution queue.
-func (s *Service) enterQueue(u store.User) (*ticket, error) {
+func (s *Service) enterQueue(u kiln.User) (*ticket, error) {
 	t, err := s.queue.enter(u.ID)
 	if err != nil {
 		reason := "queue_full"
@@ -176,12 +176,12 @@ func joinNotice(a, b string) string {
 }
 
 // Execution returns one of u's executions.
-func (s *Service) Execution(ctx context.Context, u store.User, id string) (store.Execution, error) {
+func (s *Service) Execution(ctx context.Context, u kiln.User, id string) (kiln.Execution, error) {
 	return s.store.Execution(ctx, u.ID, id)
 }
 
 // History pages through a session's executions, oldest first.
-func (s *Service) History(ctx context.Context, u store.User, sessionID string, p store.Page) ([]store.Execution, string, error) {
+func (s *Service) History(ctx context.Context, u kiln.User, sessionID string, p store.Page) ([]kiln.Execution, string, error) {
 	return s.store.ListExecutions(ctx, u.ID, sessionID, p)
 }
 

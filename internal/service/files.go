@@ -21,7 +21,7 @@ import (
 // user code planted can only point inside that same sandbox. The session
 // counts as busy (not idle) until release is called. Front ends use Files,
 // which holds the rules (paths, errors, audit); this is for tests.
-func (s *Service) Workspace(ctx context.Context, u store.User, sessionID string) (_ *agentclient.Client, release func(), _ error) {
+func (s *Service) Workspace(ctx context.Context, u kiln.User, sessionID string) (_ *agentclient.Client, release func(), _ error) {
 	l, err := s.liveFor(ctx, u, sessionID)
 	if err != nil {
 		return nil, nil, err
@@ -37,7 +37,7 @@ func (s *Service) Workspace(ctx context.Context, u store.User, sessionID string)
 
 // Hold keeps u's session from being idle until release is called, for a
 // stream that is open without a cell running.
-func (s *Service) Hold(ctx context.Context, u store.User, sessionID string) (release func(), _ error) {
+func (s *Service) Hold(ctx context.Context, u kiln.User, sessionID string) (release func(), _ error) {
 	l, err := s.liveFor(ctx, u, sessionID)
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func (s *Service) Hold(ctx context.Context, u store.User, sessionID string) (rel
 // it when done; until then the session is busy, not idle.
 type Files struct {
 	svc     *Service
-	user    store.User
+	user    kiln.User
 	session string
 
 	ag      *agentclient.Client // nil until the first operation
@@ -62,7 +62,7 @@ type Files struct {
 // Files is u's access to the workspace of u's session sessionID. The
 // session is looked up on the first operation, after that operation's
 // paths are checked, so a bad path is reported as such.
-func (s *Service) Files(u store.User, sessionID string) *Files {
+func (s *Service) Files(u kiln.User, sessionID string) *Files {
 	return &Files{svc: s, user: u, session: sessionID}
 }
 

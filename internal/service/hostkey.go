@@ -14,39 +14,39 @@ import (
 // admin; empty picks the oldest admin, and makes one named "admin" when
 // there is none. Only the key's hash is stored; the audit log records
 // that the host made it.
-func HostAdminKey(ctx context.Context, st store.Store, name, keyName string) (store.User, NewKey, error) {
+func HostAdminKey(ctx context.Context, st Store, name, keyName string) (kiln.User, NewKey, error) {
 	u, err := hostAdmin(ctx, st, name)
 	if err != nil {
-		return store.User{}, NewKey{}, err
+		return kiln.User{}, NewKey{}, err
 	}
 	secret := newKey()
 	k := store.APIKey{UserID: u.ID, Name: keyName, Prefix: secret[:len(KeyPrefix)+6], Hash: store.HashKey(secret)}
 	if err := st.CreateAPIKey(ctx, &k); err != nil {
-		return store.User{}, NewKey{}, err
+		return kiln.User{}, NewKey{}, err
 	}
 	e := store.AuditEntry{Action: "key.create", Outcome: "ok",
 		Detail: jsonDetail(map[string]any{"user": u.ID, "key": k.ID, "name": keyName, "by": "host"})}
 	if err := st.AppendAudit(ctx, &e); err != nil {
-		return store.User{}, NewKey{}, err
+		return kiln.User{}, NewKey{}, err
 	}
 	return u, NewKey{APIKey: k, secret: secret}, nil
 }
 
-func hostAdmin(ctx context.Context, st store.Store, name string) (store.User, error) {
+func hostAdmin(ctx context.Context, st Store, name string) (kiln.User, error) {
 	if name != "" {
 		u, err := st.UserByName(ctx, name)
 		if errors.Is(err, store.ErrNotFound) {
-			return store.User{}, kiln.Errorf(kiln.NotFound, "no user named %q", name)
+			return kiln.User{}, kiln.Errorf(kiln.NotFound, "no user named %q", name)
 		}
 		if err == nil && !u.Admin {
-			return store.User{}, kiln.Errorf(kiln.Invalid, "user %q is not an admin; kiln admin key makes keys for admins only (an admin makes other users' keys with kiln key create --user)", name)
+			return kiln.User{}, kiln.Errorf(kiln.Invalid, "user %q is not an admin; kiln admin key makes keys for admins only (an admin makes other users' keys with kiln key create --user)", name)
 		}
 		return u, err
 	}
 	for p := (store.Page{Limit: store.MaxLimit}); ; {
 		users, next, err := st.ListUsers(ctx, p)
 		if err != nil {
-			return store.User{}, err
+			return kiln.User{}, err
 		}
 		for _, u := range users {
 			if u.Admin {
@@ -58,16 +58,16 @@ func hostAdmin(ctx context.Context, st store.Store, name string) (store.User, er
 		}
 		p.Cursor = next
 	}
-	u := store.User{Name: "admin", Admin: true}
+	u := kiln.User{Name: "admin", Admin: true}
 	if err := st.CreateUser(ctx, &u); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return store.User{}, kiln.Errorf(kiln.Conflict, "there is no admin, and a user named \"admin\" exists who is not one; name another admin with --user")
+			return kiln.User{}, kiln.Errorf(kiln.Conflict, "there is no admin, and a user named \"admin\" exists who is not one; name another admin with --user")
 		}
-		return store.User{}, err
+		return kiln.User{}, err
 	}
 	if err := st.AppendAudit(ctx, &store.AuditEntry{Action: "user.create", Outcome: "ok",
 		Detail: jsonDetail(map[string]any{"user": u.ID, "name": u.Name, "admin": true, "by": "host"})}); err != nil {
-		return store.User{}, err
+		return kiln.User{}, err
 	}
 	return u, nil
 }

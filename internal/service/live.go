@@ -7,14 +7,13 @@ import (
 
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
-	"github.com/kiln-dev/kiln/internal/store"
 )
 
 // live is an active session in this process: its record, its sandbox
 // (made on first use after a restart) and what keeps it from being idle.
 type live struct {
-	rec  store.Session // fixed at creation: id, user, languages, limits, TTL
-	path string        // the workspace on the host
+	rec  kiln.Session // fixed at creation: id, user, languages, limits, TTL
+	path string       // the workspace on the host
 
 	cells chan struct{} // one cell at a time, in arrival order
 
@@ -28,7 +27,7 @@ type live struct {
 	endReason  string // why it ended, for a cell that was running then
 }
 
-func newLive(rec store.Session, path string, sess *engine.Session) *live {
+func newLive(rec kiln.Session, path string, sess *engine.Session) *live {
 	return &live{rec: rec, path: path, sess: sess, cells: make(chan struct{}, 1), lastActive: rec.LastActive}
 }
 

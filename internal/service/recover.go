@@ -69,7 +69,7 @@ func (s *Service) recover(ctx context.Context) error {
 }
 
 // finishRunning records the session's running cells as interrupted.
-func (s *Service) finishRunning(ctx context.Context, rec store.Session) error {
+func (s *Service) finishRunning(ctx context.Context, rec kiln.Session) error {
 	p := store.Page{Limit: store.MaxLimit}
 	for {
 		execs, next, err := s.store.ListExecutions(ctx, rec.UserID, rec.ID, p)
@@ -77,7 +77,7 @@ func (s *Service) finishRunning(ctx context.Context, rec store.Session) error {
 			return err
 		}
 		for _, e := range execs {
-			if e.Status != store.ExecRunning {
+			if e.Status != kiln.ExecRunning {
 				continue
 			}
 			res := kiln.CellResult{Language: e.Language, Status: kiln.StatusInterrupted, Notice: noticeInterrupted}

@@ -19,7 +19,7 @@ type RunResult struct {
 
 // Run is a one-shot run in a fresh sandbox that is destroyed afterwards.
 // It takes a place in the execution queue like a cell.
-func (s *Service) Run(ctx context.Context, u store.User, r engine.Run) (RunResult, error) {
+func (s *Service) Run(ctx context.Context, u kiln.User, r engine.Run) (RunResult, error) {
 	p, err := engine.PrepareRun(r, s.cellBounds())
 	if err != nil {
 		return RunResult{}, err

@@ -121,7 +121,7 @@ func (c Config) withDefaults() Config {
 // answer store.ErrNotFound for anything of another user's.
 type Service struct {
 	cfg     Config
-	store   store.Store
+	store   Store
 	engine  *engine.Engine
 	ws      *workspace.Dir
 	log     *slog.Logger
@@ -142,7 +142,7 @@ type Service struct {
 // New starts the service: it recovers the sessions of a previous run,
 // removes what that run left behind, and starts the pool and idle expiry.
 // Close stops it.
-func New(ctx context.Context, cfg Config, st store.Store, eng *engine.Engine, log *slog.Logger) (*Service, error) {
+func New(ctx context.Context, cfg Config, st Store, eng *engine.Engine, log *slog.Logger) (*Service, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.checkLimitConfig(); err != nil {
 		return nil, err

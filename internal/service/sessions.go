@@ -39,7 +39,7 @@ const (
 	ReasonLost    = "workspace lost: it was kept in memory (tmpfs workspaces), which a restart of the machine, or of kiln in a mount namespace of its own (its systemd unit), empties"
 )
 
-func (s *Service) checkSpec(u store.User, spec *SessionSpec) error {
+func (s *Service) checkSpec(u kiln.User, spec *SessionSpec) error {
 	if len(spec.Languages) > maxLanguages {
 		return kiln.Errorf(kiln.Invalid, "a session may name at most %d languages", maxLanguages)
 	}
@@ -101,15 +101,15 @@ func trunc(s string, n int) string {
 
 // CreateSession makes a session for u: from the warm pool when the spec
 // allows, else a new sandbox.
-func (s *Service) CreateSession(ctx context.Context, u store.User, spec SessionSpec) (store.Session, error) {
+func (s *Service) CreateSession(ctx context.Context, u kiln.User, spec SessionSpec) (kiln.Session, error) {
 	if err := s.checkSpec(u, &spec); err != nil {
-		return store.Session{}, err
+		return kiln.Session{}, err
 	}
 	lim := spec.Limits.WithDefaults()
 	release, err := s.reserve(u.ID, lim.WorkspaceBytes)
 	if err != nil {
 		s.metrics.Rejected("quota")
-		return store.Session{}, err
+		return kiln.Session{}, err
 	}
 	defer release()
 
@@ -119,14 +119,14 @@ func (s *Service) CreateSession(ctx context.Context, u store.User, spec SessionS
 	if !pooled {
 		if l, err = s.freshSession(ctx, u, spec, lim); err != nil {
 			s.metrics.SandboxFailure("create")
-			return store.Session{}, err
+			return kiln.Session{}, err
 		}
 	}
 	rec := l.rec
 	if err := s.store.CreateSession(ctx, &rec); err != nil {
 		l.end(context.WithoutCancel(ctx), ReasonDeleted)
 		s.ws.Remove(rec.ID)
-		return store.Session{}, err
+		return kiln.Session{}, err
 	}
 	l.rec = rec
 	s.mu.Lock()
@@ -180,7 +180,7 @@ func (s *Service) activeOfLocked(userID string) (n int, bytes int64) {
 }
 
 // freshSession makes a workspace and a sandbox on it.
-func (s *Service) freshSession(ctx context.Context, u store.User, spec SessionSpec, lim kiln.Limits) (*live, error) {
+func (s *Service) freshSession(ctx context.Context, u kiln.User, spec SessionSpec, lim kiln.Limits) (*live, error) {
 	id := store.NewID()
 	path, err := s.ws.Create(id, lim.WorkspaceBytes, lim.Inodes)
 	if err != nil {
@@ -192,21 +192,21 @@ func (s *Service) freshSession(ctx context.Context, u store.User, spec SessionSp
 		return nil, err
 	}
 	now := time.Now()
-	rec := store.Session{ID: id, UserID: u.ID, Languages: spec.Languages, Limits: spec.Limits,
+	rec := kiln.Session{ID: id, UserID: u.ID, Languages: spec.Languages, Limits: spec.Limits,
 		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: sess.ID()}
 	return newLive(rec, path, sess), nil
 }
 
 // adopt turns a pooled sandbox into u's session.
-func (s *Service) adopt(p *pooled, u store.User, spec SessionSpec) *live {
+func (s *Service) adopt(p *pooled, u kiln.User, spec SessionSpec) *live {
 	now := time.Now()
-	rec := store.Session{ID: p.id, UserID: u.ID, Languages: spec.Languages, Limits: spec.Limits,
+	rec := kiln.Session{ID: p.id, UserID: u.ID, Languages: spec.Languages, Limits: spec.Limits,
 		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: p.sess.ID()}
 	return newLive(rec, p.path, p.sess)
 }
 
 // Session returns u's session.
-func (s *Service) Session(ctx context.Context, u store.User, id string) (store.Session, error) {
+func (s *Service) Session(ctx context.Context, u kiln.User, id string) (kiln.Session, error) {
 	rec, err := s.store.Session(ctx, u.ID, id)
 	if err != nil {
 		return rec, err
@@ -220,8 +220,8 @@ func (s *Service) Session(ctx context.Context, u store.User, id string) (store.S
 }
 
 // ListSessions pages through u's sessions.
-func (s *Service) ListSessions(ctx context.Context, u store.User, f store.SessionFilter, p store.Page) ([]store.Session, string, error) {
-	if f.Status != "" && f.Status != store.SessionActive && f.Status != store.SessionEnded {
+func (s *Service) ListSessions(ctx context.Context, u kiln.User, f store.SessionFilter, p store.Page) ([]kiln.Session, string, error) {
+	if f.Status != "" && f.Status != kiln.SessionActive && f.Status != kiln.SessionEnded {
 		return nil, "", kiln.Errorf(kiln.Invalid, "status %q is not one of: active, ended", f.Status)
 	}
 	if err := checkMetadata(f.Metadata); err != nil {
@@ -238,7 +238,7 @@ func (s *Service) lookup(id string) *live {
 
 // liveFor returns u's active session: ErrNotFound if it is not u's,
 // a conflict if it has ended.
-func (s *Service) liveFor(ctx context.Context, u store.User, id string) (*live, error) {
+func (s *Service) liveFor(ctx context.Context, u kiln.User, id string) (*live, error) {
 	l := s.lookup(id)
 	if l != nil && l.rec.UserID == u.ID {
 		return l, nil
@@ -251,7 +251,7 @@ func (s *Service) liveFor(ctx context.Context, u store.User, id string) (*live, 
 
 // DeleteSession ends u's session: the running cell stops, the sandbox and
 // the workspace go; the history stays.
-func (s *Service) DeleteSession(ctx context.Context, u store.User, id string) error {
+func (s *Service) DeleteSession(ctx context.Context, u kiln.User, id string) error {
 	l, err := s.liveFor(ctx, u, id)
 	if err != nil {
 		return err
@@ -279,7 +279,7 @@ func (s *Service) endSession(ctx context.Context, l *live, reason, metric string
 }
 
 // Interrupt stops u's session's running cell, if any; kernels keep state.
-func (s *Service) Interrupt(ctx context.Context, u store.User, id string) error {
+func (s *Service) Interrupt(ctx context.Context, u kiln.User, id string) error {
 	l, err := s.liveFor(ctx, u, id)
 	if err != nil {
 		return err
@@ -298,7 +298,7 @@ func (s *Service) Interrupt(ctx context.Context, u store.User, id string) error 
 
 // Restart clears the kernel state of one language ("" for all) of u's
 // session; the files stay.
-func (s *Service) Restart(ctx context.Context, u store.User, id, language string) error {
+func (s *Service) Restart(ctx context.Context, u kiln.User, id, language string) error {
 	l, err := s.liveFor(ctx, u, id)
 	if err != nil {
 		return err

@@ -26,24 +26,24 @@ var errUnauthenticated = &kiln.Error{Kind: kiln.Unauthenticated, Message: "a val
 
 // Authenticate returns the user of an API key. Every failure is the same
 // error, so that a caller learns nothing about which keys exist.
-func (s *Service) Authenticate(ctx context.Context, key string) (store.User, store.APIKey, error) {
+func (s *Service) Authenticate(ctx context.Context, key string) (kiln.User, store.APIKey, error) {
 	if key == "" || len(key) > maxKeyLen {
-		return store.User{}, store.APIKey{}, errUnauthenticated
+		return kiln.User{}, store.APIKey{}, errUnauthenticated
 	}
 	k, err := s.store.APIKeyByHash(ctx, store.HashKey(key))
 	if errors.Is(err, store.ErrNotFound) {
-		return store.User{}, store.APIKey{}, errUnauthenticated
+		return kiln.User{}, store.APIKey{}, errUnauthenticated
 	}
 	if err != nil {
-		return store.User{}, store.APIKey{}, err
+		return kiln.User{}, store.APIKey{}, err
 	}
 	if k.Expired(time.Now()) {
-		return store.User{}, store.APIKey{}, kiln.Errorf(kiln.Unauthenticated,
+		return kiln.User{}, store.APIKey{}, kiln.Errorf(kiln.Unauthenticated,
 			"this API key (%s...) expired at %s; ask for a new one", k.Prefix, k.Expires.UTC().Format(time.RFC3339))
 	}
 	u, err := s.store.User(ctx, k.UserID)
 	if err != nil {
-		return store.User{}, store.APIKey{}, err
+		return kiln.User{}, store.APIKey{}, err
 	}
 	// LastUsed is kept to the minute: a write per request would make the
 	// store the bottleneck of every call.
@@ -63,7 +63,7 @@ func (s *Service) Bootstrap(ctx context.Context) (string, error) {
 	if err != nil || len(users) > 0 {
 		return "", err
 	}
-	u := store.User{Name: "admin", Admin: true}
+	u := kiln.User{Name: "admin", Admin: true}
 	if err := s.store.CreateUser(ctx, &u); err != nil {
 		return "", err
 	}
@@ -77,19 +77,19 @@ func (s *Service) Bootstrap(ctx context.Context) (string, error) {
 var userName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 
 // CreateUser makes a user; only admins may.
-func (s *Service) CreateUser(ctx context.Context, caller store.User, name string, admin bool) (store.User, error) {
+func (s *Service) CreateUser(ctx context.Context, caller kiln.User, name string, admin bool) (kiln.User, error) {
 	if !caller.Admin {
-		return store.User{}, errAdminOnly
+		return kiln.User{}, errAdminOnly
 	}
 	if !userName.MatchString(name) {
-		return store.User{}, kiln.Errorf(kiln.Invalid, "user name %q must be 1 to 63 lowercase letters, digits, '_', '.' or '-', starting with a letter or digit", trunc(name, 80))
+		return kiln.User{}, kiln.Errorf(kiln.Invalid, "user name %q must be 1 to 63 lowercase letters, digits, '_', '.' or '-', starting with a letter or digit", trunc(name, 80))
 	}
-	u := store.User{Name: name, Admin: admin}
+	u := kiln.User{Name: name, Admin: admin}
 	if err := s.store.CreateUser(ctx, &u); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return store.User{}, kiln.Errorf(kiln.Conflict, "a user named %q exists", name)
+			return kiln.User{}, kiln.Errorf(kiln.Conflict, "a user named %q exists", name)
 		}
-		return store.User{}, err
+		return kiln.User{}, err
 	}
 	s.audit(ctx, store.AuditEntry{UserID: caller.ID, Action: "user.create", Outcome: "ok",
 		Detail: jsonDetail(map[string]any{"user": u.ID, "name": name, "admin": admin})})
@@ -99,7 +99,7 @@ func (s *Service) CreateUser(ctx context.Context, caller store.User, name string
 var errAdminOnly = &kiln.Error{Kind: kiln.Forbidden, Message: "only an admin may do this"}
 
 // Users lists all users; only admins may.
-func (s *Service) Users(ctx context.Context, caller store.User, p store.Page) ([]store.User, string, error) {
+func (s *Service) Users(ctx context.Context, caller kiln.User, p store.Page) ([]kiln.User, string, error) {
 	if !caller.Admin {
 		return nil, "", errAdminOnly
 	}
@@ -108,16 +108,16 @@ func (s *Service) Users(ctx context.Context, caller store.User, p store.Page) ([
 
 // User returns a user: the caller itself ("me" or its own id), or any
 // user for an admin. Another user is not found for a non-admin.
-func (s *Service) User(ctx context.Context, caller store.User, id string) (store.User, error) {
+func (s *Service) User(ctx context.Context, caller kiln.User, id string) (kiln.User, error) {
 	id, err := s.subject(caller, id)
 	if err != nil {
-		return store.User{}, err
+		return kiln.User{}, err
 	}
 	return s.store.User(ctx, id)
 }
 
 // subject resolves "me" and checks the caller may act on the user.
-func (s *Service) subject(caller store.User, id string) (string, error) {
+func (s *Service) subject(caller kiln.User, id string) (string, error) {
 	if id == "me" || id == caller.ID {
 		return caller.ID, nil
 	}
@@ -145,7 +145,7 @@ type KeyOptions struct {
 // CreateKey makes an API key for a user (the caller itself, or anyone for
 // an admin). A metrics-scoped key may only read the metrics, so it must
 // belong to an admin, who may read them.
-func (s *Service) CreateKey(ctx context.Context, caller store.User, userID, name string, opt KeyOptions) (NewKey, error) {
+func (s *Service) CreateKey(ctx context.Context, caller kiln.User, userID, name string, opt KeyOptions) (NewKey, error) {
 	id, err := s.subject(caller, userID)
 	if err != nil {
 		return NewKey{}, err
@@ -169,7 +169,7 @@ func (s *Service) CreateKey(ctx context.Context, caller store.User, userID, name
 	return s.createKey(ctx, caller, u.ID, name, opt)
 }
 
-func (s *Service) createKey(ctx context.Context, caller store.User, userID, name string, opt KeyOptions) (NewKey, error) {
+func (s *Service) createKey(ctx context.Context, caller kiln.User, userID, name string, opt KeyOptions) (NewKey, error) {
 	secret := newKey()
 	k := store.APIKey{UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+6], Hash: store.HashKey(secret), Expires: opt.Expires, Scope: opt.Scope}
 	if err := s.store.CreateAPIKey(ctx, &k); err != nil {
@@ -181,7 +181,7 @@ func (s *Service) createKey(ctx context.Context, caller store.User, userID, name
 }
 
 // Keys lists a user's keys.
-func (s *Service) Keys(ctx context.Context, caller store.User, userID string) ([]store.APIKey, error) {
+func (s *Service) Keys(ctx context.Context, caller kiln.User, userID string) ([]store.APIKey, error) {
 	id, err := s.subject(caller, userID)
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (s *Service) Keys(ctx context.Context, caller store.User, userID string) ([
 }
 
 // RevokeKey revokes one of a user's keys.
-func (s *Service) RevokeKey(ctx context.Context, caller store.User, userID, keyID string) error {
+func (s *Service) RevokeKey(ctx context.Context, caller kiln.User, userID, keyID string) error {
 	id, err := s.subject(caller, userID)
 	if err != nil {
 		return err
@@ -207,7 +207,7 @@ func (s *Service) RevokeKey(ctx context.Context, caller store.User, userID, keyI
 }
 
 // Audit pages through the audit log; only admins may.
-func (s *Service) Audit(ctx context.Context, caller store.User, f store.AuditFilter, p store.Page) ([]store.AuditEntry, string, error) {
+func (s *Service) Audit(ctx context.Context, caller kiln.User, f store.AuditFilter, p store.Page) ([]store.AuditEntry, string, error) {
 	if !caller.Admin {
 		return nil, "", errAdminOnly
 	}

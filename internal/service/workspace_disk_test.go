@@ -19,7 +19,6 @@ import (
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/protocol"
-	"github.com/kiln-dev/kiln/internal/store"
 	"github.com/kiln-dev/kiln/internal/store/sqlite"
 	"github.com/kiln-dev/kiln/internal/workspace"
 )
@@ -69,7 +68,7 @@ func TestDiskWorkspaceSurvivesReboot(t *testing.T) {
 	if k := svc.Config().Workspaces; k != workspace.Disk {
 		t.Errorf("default workspaces = %q, want disk", k)
 	}
-	u := store.User{Name: "alice"}
+	u := kiln.User{Name: "alice"}
 	if err := st.CreateUser(ctx, &u); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +111,7 @@ func TestDiskWorkspaceSurvivesReboot(t *testing.T) {
 
 	svc = start()
 	got, err := svc.Session(ctx, u, sess.ID)
-	if err != nil || got.Status != store.SessionActive {
+	if err != nil || got.Status != kiln.SessionActive {
 		t.Fatalf("after the reboot the session is %+v, %v; want it active\n%s", got, err, logs)
 	}
 	withAgent(func(a *agentclient.Client) {
@@ -193,7 +192,7 @@ func TestTmpfsWorkspaceLostSaysWhy(t *testing.T) {
 	}
 	svc := start()
 	t.Cleanup(func() { svc.Close(context.Background()) })
-	u := store.User{Name: "bob"}
+	u := kiln.User{Name: "bob"}
 	if err := st.CreateUser(ctx, &u); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +210,7 @@ func TestTmpfsWorkspaceLostSaysWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != store.SessionEnded || !strings.Contains(got.EndReason, "tmpfs") || !strings.Contains(got.EndReason, "systemd") {
+	if got.Status != kiln.SessionEnded || !strings.Contains(got.EndReason, "tmpfs") || !strings.Contains(got.EndReason, "systemd") {
 		t.Errorf("after the reboot: status %s, reason %q; want ended, saying the tmpfs workspace was lost and when that happens", got.Status, got.EndReason)
 	}
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {

@@ -146,12 +146,9 @@ const (
 	MaxLimit     = 1000
 )
 
-type User struct {
-	ID      string
-	Name    string
-	Admin   bool
-	Created time.Time
-}
+// User, Session and Execution are the domain's types (internal/kiln);
+// the store keeps them.
+type User = kiln.User
 
 type APIKey struct {
 	ID       string
@@ -185,27 +182,14 @@ func HashKey(key string) string {
 // HashCode is the hash of a cell's code kept in executions and the audit log.
 func HashCode(code string) string { return HashKey(code) }
 
-type SessionStatus string
+type SessionStatus = kiln.SessionStatus
 
 const (
-	SessionActive SessionStatus = "active"
-	SessionEnded  SessionStatus = "ended"
+	SessionActive = kiln.SessionActive
+	SessionEnded  = kiln.SessionEnded
 )
 
-type Session struct {
-	ID         string
-	UserID     string
-	Languages  []string
-	Limits     kiln.Limits
-	Metadata   map[string]string
-	Status     SessionStatus
-	EndReason  string
-	IdleTTL    time.Duration
-	Created    time.Time
-	LastActive time.Time
-	Ended      time.Time // zero while active
-	SandboxID  string
-}
+type Session = kiln.Session
 
 // SessionFilter narrows ListSessions; zero fields match everything.
 type SessionFilter struct {
@@ -213,23 +197,10 @@ type SessionFilter struct {
 	Metadata map[string]string // every pair must match
 }
 
-// ExecRunning is the status of an execution until it finishes; afterwards
-// its status is the kiln.CellStatus of the result.
-const ExecRunning = "running"
+// ExecRunning is the status of an execution until it finishes.
+const ExecRunning = kiln.ExecRunning
 
-type Execution struct {
-	ID        string
-	SessionID string
-	UserID    string
-	Seq       int64 // 1, 2, 3, ... within the session
-	Language  string
-	Code      string
-	CodeHash  string
-	Status    string
-	Result    *kiln.CellResult // nil until finished
-	Started   time.Time
-	Ended     time.Time // zero until finished
-}
+type Execution = kiln.Execution
 
 type Artifact struct {
 	ID          string
