@@ -9,7 +9,7 @@ import (
 )
 
 func toLimits(l client.Limits) kiln.Limits {
-	return kiln.Limits{Timeout: time.Duration(l.TimeoutMS) * time.Millisecond, MemoryBytes: l.MemoryBytes, Pids: l.Pids,
+	return kiln.Limits{Timeout: millis(l.TimeoutMS), MemoryBytes: l.MemoryBytes, Pids: l.Pids,
 		CPUMillis: l.CPUMillis, OutputBytes: l.OutputBytes, FileSizeBytes: l.FileSizeBytes, OpenFiles: l.OpenFiles,
 		TmpBytes: l.TmpBytes, WorkspaceBytes: l.WorkspaceBytes, Inodes: l.Inodes}
 }

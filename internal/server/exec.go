@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -17,7 +18,17 @@ func cellRequest(req client.ExecRequest) (kiln.CellRequest, error) {
 		return kiln.CellRequest{}, kiln.Errorf(kiln.Invalid, "timeout_ms must not be negative")
 	}
 	return kiln.CellRequest{Language: req.Language, Code: req.Code, Stdin: req.Stdin,
-		Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Args: req.Args, Name: req.FileName, Entry: req.Entry}, nil
+		Timeout: millis(req.TimeoutMS), Args: req.Args, Name: req.FileName, Entry: req.Entry}, nil
+}
+
+// millis is ms milliseconds as a Duration, saturated so that a huge
+// value stays huge (and is refused as out of range) instead of wrapping
+// around to a small, valid-looking one.
+func millis(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // exec runs a cell: the answer is the finished execution, or with
