@@ -3,7 +3,7 @@
 import { api, ApiError, filesURL, type Artifact, type Event, type Session } from "./api";
 import { button, h, toast } from "./dom";
 import { CodeEditor, type RunMode } from "./editor";
-import { formatBytes, formatDuration } from "./format";
+import { formatBytes, formatDuration, stripAnsi } from "./format";
 import { appendStream, markdownHTML, renderOutput, type Out } from "./render";
 
 // The notebook is kept in the session's workspace under this name (see
@@ -61,7 +61,11 @@ class Cell {
       } });
       for (const l of this.nb.languages) this.langSel.append(h("option", { value: l, selected: l === d.language }, l));
       if (!this.nb.languages.includes(d.language)) this.langSel.append(h("option", { value: d.language, selected: true }, d.language));
-      bar.append(button("▶", () => this.nb.run(this, "stay"), { title: "run cell (Ctrl+Enter)", cls: "run" }), this.langSel);
+      bar.append(
+        button("▶", () => this.nb.run(this, "stay"), { title: "run cell (Ctrl+Enter)", cls: "run" }),
+        this.langSel,
+        button("▲▶", () => this.nb.runAbove(this), { title: "run the cells above this one" }),
+      );
     } else {
       bar.append(button("✓", () => this.renderMarkdown(), { title: "render markdown (Shift+Enter)", cls: "run" }),
         button("✎", () => this.editMarkdown(), { title: "edit markdown" }));
@@ -170,10 +174,9 @@ class Cell {
       case "stderr":
         if (appendStream(d.outputs, ev.type, ev.data ?? "")) this.outEl.append(renderOutput(d.outputs[d.outputs.length - 1]));
         else {
-          const last = d.outputs[d.outputs.length - 1];
+          // Append the chunk, not the whole text again: a long output stays linear.
           const pres = this.outEl.querySelectorAll(`pre.stream.${ev.type}`);
-          const el = pres[pres.length - 1];
-          if (el && last.kind === "stream") el.textContent = last.text;
+          pres[pres.length - 1]?.append(stripAnsi(ev.data ?? ""));
         }
         break;
       case "display":
@@ -406,6 +409,10 @@ export class Notebook {
     c.setState("queued", this.current ? "queued: waits for the cell that is running" : "starting…");
     this.queue.push(c);
     if (!this.current) this.next();
+  }
+
+  runAbove(cell: Cell): void {
+    for (const c of this.cells.slice(0, this.cells.indexOf(cell))) if (c.d.type === "code") this.run(c, "stay");
   }
 
   runAll(): void {
