@@ -81,18 +81,8 @@ func (e *Engine) NewSession(ctx context.Context, spec SessionSpec) (*Session, er
 // request type of every layer.
 type Cell = kiln.CellRequest
 
-// Events receive a cell's output as it happens; any may be nil. They are
-// called from one goroutine, in order.
-type Events struct {
-	Stdout func([]byte)
-	Stderr func([]byte)
-	Output func(kiln.Output)
-	// Input says that a session cell with StdinStream waits for input it
-	// has not been sent, with the prompt (the output since its last
-	// newline or read, already passed to Stdout or Stderr); password says
-	// the input is a secret (getpass, read -s), not to be echoed.
-	Input func(prompt string, password bool)
-}
+// Events receive a cell's output as it happens: kiln.CellEvents.
+type Events = kiln.CellEvents
 
 // Agent is the session's agent connection, for file operations.
 func (s *Session) Agent() *agentclient.Client { return s.sb.Agent }

@@ -66,3 +66,16 @@ func (c CellRequest) Check(b CellBounds) error {
 	}
 	return nil
 }
+
+// CellEvents receive a cell's output as it happens; any may be nil. They
+// are called from one goroutine, in order.
+type CellEvents struct {
+	Stdout func([]byte)
+	Stderr func([]byte)
+	Output func(Output)
+	// Input says that a session cell with StdinStream waits for input it
+	// has not been sent, with the prompt (the output since its last
+	// newline or read, already passed to Stdout or Stderr); password says
+	// the input is a secret (getpass, read -s), not to be echoed.
+	Input func(prompt string, password bool)
+}

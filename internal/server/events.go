@@ -4,7 +4,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/kiln-dev/kiln/client"
-	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/service"
 )
@@ -28,7 +27,7 @@ func (send eventSink) execEvents(started func()) service.ExecEvents {
 			x := fromExecution(e)
 			send(client.Event{Type: client.EventStarted, Execution: &x})
 		},
-		Events: engine.Events{
+		Events: kiln.CellEvents{
 			Stdout: send.text(client.EventStdout),
 			Stderr: send.text(client.EventStderr),
 			Output: func(o kiln.Output) { send(client.Event{Type: client.EventDisplay, Output: &o}) },

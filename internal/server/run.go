@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/kiln-dev/kiln/client"
-	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/service"
 )
 
 // run is a one-shot run: files in, the result and the files it wrote out.
@@ -13,9 +13,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := decode(w, r, s.cfg.MaxRunBytes, &req); err != nil {
 		return err
 	}
-	run := engine.Run{Language: req.Language, Code: req.Code, Args: req.Args, Stdin: []byte(req.Stdin), Limits: toLimits(req.Limits), Name: req.FileName}
+	run := service.RunRequest{Language: req.Language, Code: req.Code, Args: req.Args, Stdin: []byte(req.Stdin), Limits: toLimits(req.Limits), Name: req.FileName}
 	for _, f := range req.Files {
-		run.Files = append(run.Files, engine.File{Path: f.Path, Data: f.Content, Mode: f.Mode})
+		run.Files = append(run.Files, service.File{Path: f.Path, Data: f.Content, Mode: f.Mode})
 	}
 	res, err := s.svc.Run(r.Context(), c.user, run)
 	if err != nil {

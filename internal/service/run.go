@@ -9,17 +9,23 @@ import (
 	"github.com/kiln-dev/kiln/internal/store"
 )
 
+// RunRequest is a one-shot run as a front end asks for it.
+type RunRequest = engine.Run
+
+// File is a file of a one-shot run: copied in, or written by the run.
+type File = engine.File
+
 // RunResult is a one-shot run's result and the contents of the files it
 // created or changed, up to the configured sizes; larger ones are only
 // listed in the result's artifacts.
 type RunResult struct {
 	Result kiln.CellResult
-	Files  []engine.File
+	Files  []File
 }
 
 // Run is a one-shot run in a fresh sandbox that is destroyed afterwards.
 // It takes a place in the execution queue like a cell.
-func (s *Service) Run(ctx context.Context, u kiln.User, r engine.Run) (RunResult, error) {
+func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult, error) {
 	p, err := engine.PrepareRun(r, s.cellBounds())
 	if err != nil {
 		return RunResult{}, err
@@ -63,8 +69,8 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r engine.Run) (RunResult
 }
 
 // collect reads the created and modified files, within the size bounds.
-func (s *Service) collect(ctx context.Context, sess *engine.Session, arts []kiln.Artifact) []engine.File {
-	var files []engine.File
+func (s *Service) collect(ctx context.Context, sess *engine.Session, arts []kiln.Artifact) []File {
+	var files []File
 	budget := s.cfg.MaxRunFilesBytes
 	for _, a := range arts {
 		if a.Change == "deleted" || a.Size > s.cfg.MaxRunFileBytes || a.Size > budget {
@@ -75,7 +81,7 @@ func (s *Service) collect(ctx context.Context, sess *engine.Session, arts []kiln
 			continue // changed or gone since the walk; it stays listed
 		}
 		budget -= int64(len(data))
-		files = append(files, engine.File{Path: a.Path, Data: data})
+		files = append(files, File{Path: a.Path, Data: data})
 	}
 	return files
 }
