@@ -264,6 +264,40 @@ fetch("/v1/users/me", {credentials: "include"}).then(function (x) { return x.tex
     return Math.round(frames[15] * 10) / 10;
   });
 
+  // An error shows its traceback; JSON is a tree; SVG is an image.
+  await ensureCell(page, n + 6);
+  cell = await runIn(page, n + 6, "x = 1\nx / 0"); // no block: the editor indents the line after a colon
+  check((await cell.locator(".error-output").innerText()).includes("ZeroDivisionError") && (await cell.locator("pre.traceback").count()) === 1,
+    "an error shows its name and traceback");
+  await ensureCell(page, n + 7);
+  cell = await runIn(page, n + 7, 'display({"application/json": {"city": "Oslo", "temps": [4, 6]}}, raw=True)\n' +
+    'display({"image/svg+xml": \'<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" fill="red"/></svg>\'}, raw=True)');
+  check((await cell.locator("details.json").count()) >= 2 && (await cell.locator(".json-leaf", { hasText: "Oslo" }).count()) === 1, "JSON is shown as a tree");
+  const svgWidth = await cell.locator('img[alt="SVG output"]').evaluate((el) => el.naturalWidth);
+  check(svgWidth === 40, `SVG is shown as an image (width ${svgWidth})`);
+
+  // Drag and drop a file onto the explorer; new folder, rename, delete.
+  await page.locator("aside.files").evaluate((el) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(["dropped\n"], "dropped.txt", { type: "text/plain" }));
+    el.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+  });
+  await page.locator('aside.files li[data-path="dropped.txt"]').waitFor();
+  check(true, "a file dropped on the explorer is uploaded");
+  page.once("dialog", (d) => d.accept("results"));
+  await page.getByRole("button", { name: "new folder", exact: true }).click();
+  await page.locator('aside.files li[data-path="results"]').waitFor();
+  page.once("dialog", (d) => d.accept("results/dropped.txt"));
+  await page.getByRole("button", { name: "rename dropped.txt" }).click();
+  await page.locator('aside.files li[data-path="dropped.txt"]').waitFor({ state: "detached" });
+  await page.getByRole("button", { name: "open folder results" }).click();
+  await page.locator('aside.files li[data-path="results/dropped.txt"]').waitFor();
+  check(true, "a new folder, and a file renamed into it");
+  page.once("dialog", (d) => d.accept());
+  await page.getByRole("button", { name: "delete probe.html" }).click();
+  await page.locator('aside.files li[data-path="probe.html"]').waitFor({ state: "detached" });
+  check(true, "a file is deleted from the explorer");
+
   // Open a file in an editor tab, edit and save it.
   await page.locator('aside.files li[data-path="data.csv"] button.name').click();
   await page.locator(".file-tab .monaco-editor").waitFor();
@@ -277,6 +311,13 @@ fetch("/v1/users/me", {credentials: "include"}).then(function (x) { return x.tex
   check(saved.includes("Kyiv,0"), "a file edited in a tab is saved");
   await page.getByRole("tab", { name: "the notebook" }).or(page.getByRole("button", { name: "the notebook" })).first().click();
 
+  // Restart: the kernel's variables are gone, the files stay.
+  await page.getByRole("button", { name: "restart the kernels (files are kept)" }).click();
+  await page.locator(".toast", { hasText: "restarted" }).waitFor();
+  await ensureCell(page, n + 8);
+  cell = await runIn(page, n + 8, 'print("keep" in globals(), open("data.csv").read().count("\\n"))');
+  check((await cell.locator("pre.stdout").innerText()).includes("False 5"), "after a restart the variables are gone and the files are there");
+
   // Reload: the cells and their outputs are still there.
   const before = await cells(page).count();
   await page.waitForTimeout(1200); // the notebook saves shortly after the last change
@@ -285,7 +326,7 @@ fetch("/v1/users/me", {credentials: "include"}).then(function (x) { return x.tex
   const after = await cells(page).count();
   check(after === before, `after a reload the notebook has its ${before} cells (${after})`);
   check((await page.locator("section.cell pre.stdout", { hasText: "hello from python" }).count()) === 1, "after a reload the outputs are there");
-  check((await page.locator("section.cell img.image-output").count()) === 1, "after a reload the plot is there");
+  check((await page.locator('section.cell img.image-output[alt="image output"]').count()) === 1, "after a reload the plot is there");
 
   // Dark theme and the help panel.
   await page.getByRole("button", { name: "switch between dark and light theme" }).click();
