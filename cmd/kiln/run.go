@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/kiln-dev/kiln/internal/backend/native"
 	"github.com/kiln-dev/kiln/internal/engine"
@@ -175,7 +175,7 @@ func programStdin(stdin io.Reader) ([]byte, error) {
 	if !ok || f == nil {
 		return nil, nil
 	}
-	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+	if term.IsTerminal(int(f.Fd())) {
 		return nil, nil
 	}
 	return readLimited(f, engine.MaxStdinBytes, "stdin")
@@ -247,7 +247,7 @@ func runProgram(ctx context.Context, r engine.Run, stats bool, stdout, stderr io
 	case x.Hit(kiln.HitTime):
 		return exitError{exitTimeout}
 	case x.Signal != "":
-		return exitError{128 + int(unix.SignalNum(x.Signal))}
+		return exitError{128 + signalNum(x.Signal)}
 	case x.Code != 0:
 		return exitError{x.Code}
 	}

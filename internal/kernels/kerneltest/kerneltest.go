@@ -1,7 +1,10 @@
+//go:build linux
+
 // Package kerneltest runs a REPL kernel directly on the host, without a
 // sandbox, with the descriptors the agent gives it: fd 3 a unix socket,
 // stdout and stderr pipes, an empty stdin. The kernels' own tests use it,
 // and the compatibility suite compares its results with the sandbox's.
+// Linux only, like the kernels it starts on the host and their tests.
 package kerneltest
 
 import (
