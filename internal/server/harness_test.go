@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/kiln-dev/kiln/client"
 	"github.com/kiln-dev/kiln/internal/agent"
+	"github.com/kiln-dev/kiln/internal/backend/unboxed"
+	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/server"
 	"github.com/kiln-dev/kiln/internal/server/openapi/openapitest"
 	"github.com/kiln-dev/kiln/internal/service"
@@ -43,12 +46,17 @@ type options struct {
 	http      server.Config
 	wrapStore func(store.Store) store.Store // a test's view of the store, e.g. one that fails
 	log       *slog.Logger                  // the server's log; default: discarded
+	// sandboxed runs the service on the native backend (root only), for
+	// tests of what only a sandbox enforces (memory, workspace size).
+	// Otherwise it runs on the unboxed backend with plain directories as
+	// workspaces: no isolation, no cgroup limits, no root needed.
+	sandboxed bool
 }
 
 func newEnv(t *testing.T, opts options) *env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make sandboxes")
+	if opts.sandboxed && os.Geteuid() != 0 {
+		t.Skip("needs root: this test checks limits that only the native backend's sandboxes enforce")
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
@@ -68,7 +76,12 @@ func newEnv(t *testing.T, opts options) *env {
 	if cfg.PoolSize == 0 {
 		cfg.PoolSize = -1
 	}
-	k, err := stack.New(ctx, stack.Config{Service: cfg, HTTP: opts.http, View: opts.wrapStore, Log: log})
+	var eng *engine.Engine // nil: the stack's native backend
+	if !opts.sandboxed {
+		eng = engine.New(unboxed.New(t.TempDir()), log)
+		cfg.Workspaces = workspace.Plain
+	}
+	k, err := stack.New(ctx, stack.Config{Service: cfg, HTTP: opts.http, View: opts.wrapStore, Engine: eng, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +109,7 @@ func newEnv(t *testing.T, opts options) *env {
 		k.Close(ctx)
 		// Active sessions keep their workspaces across a stop, by design;
 		// a test's are removed here.
-		ws, err := workspace.Open(filepath.Join(dir, "workspaces"))
+		ws, err := workspace.OpenKind(filepath.Join(dir, "workspaces"), cmp.Or(cfg.Workspaces, workspace.Tmpfs))
 		if err != nil {
 			t.Error(err)
 			return

@@ -12,9 +12,11 @@ import (
 
 	"github.com/kiln-dev/kiln/internal/agent"
 	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/backend/unboxed"
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/store"
 	"github.com/kiln-dev/kiln/internal/store/sqlite"
+	"github.com/kiln-dev/kiln/internal/workspace"
 )
 
 func TestMain(m *testing.M) {
@@ -40,18 +42,32 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// testService is a real service on the native backend (root only), with
-// its log kept for the test to read.
+// testService is a real service, with its log kept for the test to read.
 type testService struct {
 	*Service
 	logs *syncBuffer
 }
 
+// newTestService is a service on the unboxed backend, with plain
+// directories as workspaces: no isolation and no cgroup limits, no root
+// needed.
 func newTestService(t *testing.T, cfg Config) *testService {
 	t.Helper()
+	return newServiceOn(t, cfg, false)
+}
+
+// newNativeService is a service on the native backend, for tests of what
+// only a sandbox enforces (memory, workspace size); it needs root.
+func newNativeService(t *testing.T, cfg Config) *testService {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to make sandboxes")
+		t.Skip("needs root: this test checks limits that only the native backend's sandboxes enforce")
 	}
+	return newServiceOn(t, cfg, true)
+}
+
+func newServiceOn(t *testing.T, cfg Config, sandboxed bool) *testService {
+	t.Helper()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	ctx := context.Background()
@@ -63,9 +79,15 @@ func newTestService(t *testing.T, cfg Config) *testService {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := native.New(native.Config{}, log)
-	if err != nil {
-		t.Fatal(err)
+	var b engine.Backend = unboxed.New(t.TempDir())
+	if sandboxed {
+		nb, err := native.New(native.Config{}, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = nb
+	} else {
+		cfg.Workspaces = workspace.Plain
 	}
 	cfg.DataDir = dir
 	if cfg.PoolSize == 0 {

@@ -17,6 +17,11 @@ const (
 	// Tmpfs is a size- and inode-limited tmpfs at <root>/<id>. Its files
 	// take the host's memory and a reboot loses them.
 	Tmpfs Kind = "tmpfs"
+	// Plain is a bare directory at <root>/<id>: no size or inode limit,
+	// no mount, no root needed. It is for tests on a backend without
+	// isolation (backend/unboxed) only; ParseKind refuses it, so no flag
+	// of kiln serve can choose it.
+	Plain Kind = "plain"
 )
 
 // ParseKind accepts "disk" or "tmpfs".

@@ -32,9 +32,12 @@ func (d *Dir) Create(id string, bytes, inodes int64) (string, error) {
 		return "", kiln.Wrap(kiln.Internal, err, "cannot create workspace %s", id)
 	}
 	var err error
-	if d.kind == Disk {
+	switch d.kind {
+	case Plain:
+		return p, nil
+	case Disk:
 		err = d.createDisk(id, p, bytes, inodes)
-	} else {
+	default:
 		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", bytes, inodes)
 		if err = unix.Mount("kiln-workspace", p, "tmpfs", mountFlags, opts); err != nil {
 			err = kiln.Wrap(kiln.Internal, err, "cannot mount workspace %s", id)
@@ -57,6 +60,10 @@ func (d *Dir) Exists(id string) bool {
 }
 
 func (d *Dir) mounted(p string) bool {
+	if d.kind == Plain {
+		fi, err := os.Lstat(p)
+		return err == nil && fi.IsDir()
+	}
 	var root, st unix.Stat_t
 	if unix.Lstat(d.root, &root) != nil || unix.Lstat(p, &st) != nil {
 		return false
@@ -112,7 +119,7 @@ func (d *Dir) Remove(id string) error {
 	p := d.Path(id)
 	// More than one mount may be stacked there (a Create raced by hand, a
 	// mount made by an operator); take them all off.
-	for i := 0; d.mounted(p); i++ {
+	for i := 0; d.kind != Plain && d.mounted(p); i++ {
 		if i == 16 {
 			return kiln.Errorf(kiln.Internal, "workspace %s stays mounted after %d unmounts", id, i)
 		}
@@ -147,6 +154,9 @@ func (d *Dir) Usage(id string) (used, size int64, err error) {
 	// filesystem instead.
 	if !d.mounted(p) {
 		return 0, 0, kiln.Errorf(kiln.NotFound, "workspace %s is not mounted", id)
+	}
+	if d.kind == Plain {
+		return plainUsage(p)
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(p, &st); err != nil {

@@ -31,6 +31,9 @@ func Open(root string) (*Dir, error) { return OpenKind(root, Tmpfs) }
 // let another user redirect the mounts, and disk workspaces on a host
 // without mkfs.ext4 or loop devices.
 func OpenKind(root string, kind Kind) (*Dir, error) {
+	if kind == Plain {
+		return openPlain(root)
+	}
 	if _, err := ParseKind(string(kind)); err != nil {
 		return nil, err
 	}

@@ -26,6 +26,9 @@ import (
 // given size under a workspace.Dir) and removes it when the test ends.
 func newWorkspace(t *testing.T, bytes int64) (*workspace.Dir, string, string) {
 	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: workspaces are mounted and sandboxes made")
+	}
 	base := t.TempDir()
 	// t.TempDir is 0700 at two levels; a sandbox's PID 1, an unprivileged
 	// host uid, must be able to reach its workspace as in a real data dir.
