@@ -2,7 +2,6 @@ package unboxed
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -54,5 +53,3 @@ func TestNotInKiln(t *testing.T) {
 		}
 	}
 }
-
-func TestMain(m *testing.M) { os.Exit(m.Run()) }
