@@ -4,7 +4,10 @@
 // Every request carries an API key as "Authorization: Bearer KEY". Errors
 // come back as *Problem (application/problem+json) with a stable Code.
 // {path} is a workspace path with each name percent-escaped on its own;
-// the client never cleans it (see the note in files.go).
+// the client never cleans it (see the note in files.go). A duration's name
+// carries its unit: timeout_ms, usage.wall_ms and usage.cpu_ms (numbers with
+// microsecond precision), idle_ttl_seconds, retry_after_seconds. A path that
+// exists answers another method with 405 method_not_allowed and Allow.
 //
 // The API, under /v1 (the OpenAPI 3 document is at /v1/openapi.json):
 //
@@ -29,10 +32,11 @@
 //	GET    /v1/sessions/{id}/files/{path}   a file's bytes; a directory's FileList;
 //	                                        ?stat=true -> FileInfo; ?archive=zip|tar on a directory
 //	PUT    /v1/sessions/{id}/files/{path}   the raw body becomes the file (201, or 200 when
-//	                                        replaced) -> FileInfo; ?overwrite=false -> 409 if it exists
+//	                                        replaced) -> FileInfo; ?overwrite=false -> 409 if it exists;
+//	                                        missing parent folders are made
 //	POST   /v1/sessions/{id}/files/{path}   multipart/form-data files (parts named "file") into
 //	                                        the directory, or ?extract=zip|tar with an archive
-//	                                        body -> Uploaded; an empty {path} (".../files/") is
+//	                                        body -> Uploaded (201); an empty {path} (".../files/") is
 //	                                        the workspace root
 //	DELETE /v1/sessions/{id}/files/{path}   ?recursive=true for a non-empty directory (204)
 //	POST   /v1/sessions/{id}/mkdir          {"path": "..."} -> FileInfo (201)
