@@ -97,16 +97,20 @@ func (c *Checker) Handler(h http.Handler) http.Handler {
 	})
 }
 
-// find returns the operation of r, the path's others methods when the
+// find returns the operation of r, the path's other methods when the
 // method is not documented, and false when the document has no such path.
 func (c *Checker) find(r *http.Request) (*op, []string, bool) {
+	method := r.Method
+	if method == http.MethodHead {
+		method = http.MethodGet // net/http serves HEAD with the GET handler
+	}
 	var allowed []string
 	for i := range c.ops {
 		o := &c.ops[i]
 		if !o.re.MatchString(r.URL.Path) {
 			continue
 		}
-		if o.method == r.Method {
+		if o.method == method {
 			return o, nil, true
 		}
 		allowed = append(allowed, o.method)
@@ -129,8 +133,10 @@ func (c *Checker) check(r *http.Request, rec *recorder) {
 	if o == nil {
 		if status != http.StatusMethodNotAllowed {
 			c.fail(r, "method not in the document for this path (allowed %v), but answered %d (want 405 method_not_allowed)", allowed, status)
+		} else if rec.Header().Get("Allow") == "" {
+			c.fail(r, "a 405 without Allow")
 		}
-		c.checkBody(r, rec, c.response(c.doc, "default", obj(obj(c.doc["components"])["responses"])["Error"]))
+		c.checkBody(r, rec, c.response(obj(obj(c.doc["components"])["responses"])["Error"]))
 		return
 	}
 	resp := c.responseFor(o, status)
@@ -145,20 +151,20 @@ func (c *Checker) check(r *http.Request, rec *recorder) {
 func (c *Checker) responseFor(o *op, status int) map[string]any {
 	rs := obj(o.node["responses"])
 	if v, ok := rs[strconv.Itoa(status)]; ok {
-		return c.response(c.doc, "", v)
+		return c.response(v)
 	}
 	if v, ok := rs["default"]; ok && status >= 400 {
-		return c.response(c.doc, "", v)
+		return c.response(v)
 	}
 	return nil
 }
 
 // response follows a response $ref.
-func (c *Checker) response(doc map[string]any, _ string, v any) map[string]any {
+func (c *Checker) response(v any) map[string]any {
 	m := obj(v)
 	if ref, ok := m["$ref"].(string); ok {
 		name := strings.TrimPrefix(ref, "#/components/responses/")
-		return obj(obj(obj(doc["components"])["responses"])[name])
+		return obj(obj(obj(c.doc["components"])["responses"])[name])
 	}
 	return m
 }

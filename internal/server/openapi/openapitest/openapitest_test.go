@@ -64,6 +64,7 @@ func TestCheckerFindsEachMismatch(t *testing.T) {
 			answer(200, "application/json", strings.Replace(runResult(t), `"artifacts":[]`, `"artifacts":null`, 1)), "does not match"},
 		{"a status the operation does not document", "POST", "/v1/users", answer(200, "application/json", `{}`), "status 200 is not documented"},
 		{"a wrong method answered 404", "DELETE", "/v1/languages", answer(404, "application/problem+json", problem), "want 405"},
+		{"a 405 without Allow", "DELETE", "/v1/languages", answer(405, "application/problem+json", strings.ReplaceAll(problem, "404", "405")), "without Allow"},
 		{"an undocumented content type", "GET", "/v1/languages", answer(200, "text/html", "<p>"), "Content-Type text/html"},
 		{"an error that is not a problem", "GET", "/v1/languages", answer(500, "application/problem+json", `{"error":"x"}`), "does not match"},
 		{"a bad event in a stream", "POST", "/v1/sessions/s1/executions",
