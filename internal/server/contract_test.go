@@ -24,6 +24,7 @@ func TestWrongMethodIs405(t *testing.T) {
 		{http.MethodDelete, "/v1/languages", "GET", 405},
 		{http.MethodPut, "/v1/sessions", "GET, POST", 405},
 		{http.MethodPost, "/v1/sessions/abc", "GET, DELETE", 405},
+		{http.MethodPost, "/metrics", "GET", 405},
 		{http.MethodGet, "/v1/no-such-thing", "", 404},
 	} {
 		req, _ := http.NewRequest(tc.method, e.url+tc.path, nil)

@@ -177,15 +177,20 @@ func (s *Server) register() {
 	s.mux.HandleFunc("GET /ui/frame.html", serveFrame)
 	s.mux.HandleFunc("POST /ui/signin", s.signIn)
 	s.mux.HandleFunc("POST /ui/signout", s.signOut)
-	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		if allow := s.allowed(r); len(allow) > 0 {
-			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, r, s.log, &httpError{http.StatusMethodNotAllowed, codeMethodNotAllowed,
-				fmt.Sprintf("%s is not allowed on %s; allowed: %s", trunc(r.Method, 20), trunc(r.URL.Path, 200), strings.Join(allow, ", "))})
-			return
-		}
-		writeError(w, r, s.log, kiln.Errorf(kiln.NotFound, "no such API route: %s %s (see /v1/openapi.json)", r.Method, trunc(r.URL.Path, 200)))
-	})
+	s.mux.HandleFunc("/v1/", s.noRoute)
+	s.mux.HandleFunc("/metrics", s.noRoute) // another method than GET
+}
+
+// noRoute answers what no route of the API takes: 405 with Allow when the
+// path has routes for other methods, else 404, both as problems.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	if allow := s.allowed(r); len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, r, s.log, &httpError{http.StatusMethodNotAllowed, codeMethodNotAllowed,
+			fmt.Sprintf("%s is not allowed on %s; allowed: %s", trunc(r.Method, 20), trunc(r.URL.Path, 200), strings.Join(allow, ", "))})
+		return
+	}
+	writeError(w, r, s.log, kiln.Errorf(kiln.NotFound, "no such API route: %s %s (see /v1/openapi.json)", r.Method, trunc(r.URL.Path, 200)))
 }
 
 // allowed lists the methods that have a route for r's path, for a 405:
@@ -194,7 +199,7 @@ func (s *Server) allowed(r *http.Request) []string {
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
 		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
-		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/v1/" {
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/v1/" && pattern != "/metrics" {
 			allow = append(allow, m)
 		}
 	}
