@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +58,9 @@ func newEnv(t *testing.T, opts options) *env {
 	t.Helper()
 	if opts.sandboxed && os.Geteuid() != 0 {
 		t.Skip("needs root: this test checks limits that only the native backend's sandboxes enforce")
+	}
+	if !opts.sandboxed {
+		parallel(t)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
@@ -164,4 +168,15 @@ func wantProblem(t *testing.T, what string, err error, status int, code string) 
 		t.Fatalf("%s: problem %d %s (%q), want %d %s", what, p.Status, p.Code, p.Detail, status, code)
 	}
 	return p
+}
+
+var parallelTests sync.Map
+
+// parallel runs t in parallel with the other tests on the unboxed
+// backend, whose sandboxes share nothing; once per test, however many
+// environments it makes.
+func parallel(t *testing.T) {
+	if _, dup := parallelTests.LoadOrStore(t, true); !dup {
+		t.Parallel()
+	}
 }
