@@ -71,7 +71,7 @@ func (a *Agent) runCell(id uint64, req protocol.Cell, in *stdinQueue) {
 	c.input = a.watchInput(id, k, in, c.forward(a, id, protocol.TStdout), c.forward(a, id, protocol.TStderr))
 	before := a.snapshot()
 	a.cg.ResetPeak()
-	usage0, _ := a.cg.Usage()
+	usage0 := a.usage()
 	start := time.Now()
 
 	exe := kernelproto.Execute{Type: kernelproto.TExecute, Cell: cellID, Code: req.Code, Stdin: req.Stdin, HasStdin: req.HasStdin, Warmup: req.Warmup}
@@ -104,7 +104,7 @@ func (a *Agent) runCell(id uint64, req protocol.Cell, in *stdinQueue) {
 	} else {
 		a.fence(k)
 	}
-	usage1, _ := a.cg.Usage()
+	usage1 := a.usage()
 	done.WallNs = time.Since(start).Nanoseconds()
 	done.CPUNs = (usage1.CPUTime - usage0.CPUTime).Nanoseconds()
 	done.PeakMemory = usage1.PeakMemoryBytes

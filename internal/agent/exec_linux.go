@@ -121,7 +121,7 @@ func (a *Agent) runExec(id uint64, req protocol.Exec, in *stdinQueue) {
 	sreq := spawn.Request{Argv: req.Argv, Env: append(append([]string{}, a.cfg.Env...), req.Env...), Dir: dir}
 
 	a.cg.ResetPeak()
-	before, _ := a.cg.Usage()
+	before := a.usage()
 	start := time.Now()
 	x.since = bootTicks()
 	s, err := a.launch(sreq)
@@ -168,7 +168,7 @@ func (a *Agent) runExec(id uint64, req protocol.Exec, in *stdinQueue) {
 	readers.Wait()
 
 	x.ended.Store(true)
-	after, _ := a.cg.Usage()
+	after := a.usage()
 	a.out.Send(id, protocol.TExit, exitInfo(x, st, time.Since(start), before, after))
 }
 

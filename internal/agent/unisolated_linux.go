@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -157,4 +159,49 @@ func (a *Agent) killDescendants() {
 		time.Sleep(time.Millisecond)
 		procs = processes()
 	}
+}
+
+// usage is what user code has used: the cgroup's counters, or without a
+// cgroup (unisolated) the CPU time of this process's descendants, those
+// reaped (RUSAGE_CHILDREN; the subreaper reaps orphans too) and those
+// alive, such as a kernel between cells. Only differences are used.
+func (a *Agent) usage() cgroups.Usage {
+	if !a.unisolated {
+		u, _ := a.cg.Usage()
+		return u
+	}
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_CHILDREN, &ru)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	self := os.Getpid()
+	procs := processes()
+	for p := range procs {
+		if p != self && descends(p, procs, map[int]bool{self: true}) {
+			cpu += procCPU(p)
+		}
+	}
+	return cgroups.Usage{CPUTime: cpu}
+}
+
+// procCPU is a live process's CPU time and that of the children it has
+// reaped, from /proc/PID/stat (utime, stime, cutime, cstime).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 15 {
+		return 0
+	}
+	var ticks int64
+	for _, s := range f[11:15] {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
 }

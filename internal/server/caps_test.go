@@ -15,7 +15,7 @@ import (
 // usage route reports the budgets; past the day's CPU budget the next
 // cell is a 429 quota_exceeded.
 func TestCapsAndBudgets(t *testing.T) {
-	e := newEnv(t, options{svc: service.Config{MaxLimits: kiln.Limits{MemoryBytes: kiln.GiB}, CPUSecondsPerDay: 1}, sandboxed: true}) // CPU time is counted by the cgroup
+	e := newEnv(t, options{svc: service.Config{MaxLimits: kiln.Limits{MemoryBytes: kiln.GiB}, CPUSecondsPerDay: 1}})
 	ctx := ctxT(t)
 	bob := e.user("bob")
 	_, err := bob.CreateSession(ctx, client.SessionRequest{Limits: client.Limits{MemoryBytes: 2 * kiln.GiB}})

@@ -36,6 +36,7 @@ func Run(t *testing.T, b engine.Backend) {
 	t.Run("Cancel", func(t *testing.T) { testCancel(t, b) })
 	t.Run("Interrupt", func(t *testing.T) { testInterrupt(t, b) })
 	t.Run("LimitsReported", func(t *testing.T) { testLimits(t, b) })
+	t.Run("KernelCPUReported", func(t *testing.T) { testKernelCPU(t, b) })
 	t.Run("DestroyAndList", func(t *testing.T) { testDestroy(t, b) })
 	t.Run("Security", func(t *testing.T) {
 		if !b.Capabilities().Isolation {
@@ -270,6 +271,27 @@ func testLimits(t *testing.T, b engine.Backend) {
 	}
 	if !x.OOMKilled {
 		t.Errorf("memory limit: exit %+v; want the OOM kill reported", x)
+	}
+}
+
+// testKernelCPU: a kernel's cell reports the CPU time it used, which the
+// service counts against a user's daily CPU budget.
+func testKernelCPU(t *testing.T, b engine.Backend) {
+	if l, err := lang.Lookup("python"); err != nil || l.Available() != nil {
+		t.Skip("python3 is not installed")
+	}
+	ctx := ctxT(t)
+	s, err := engine.New(b, nil).NewSession(ctx, engine.SessionSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	res, err := s.Run(ctx, engine.Cell{Language: "python", Code: "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"}, engine.Events{})
+	if err != nil || res.Status != kiln.StatusOK {
+		t.Fatalf("cell: %v %+v", err, res)
+	}
+	if res.Usage.CPU < 400*time.Millisecond {
+		t.Errorf("a cell that burned 0.5 s of CPU reports %v", res.Usage.CPU)
 	}
 }
 
