@@ -67,9 +67,9 @@ func TestRegistryCheckFindsGaps(t *testing.T) {
 		t.Fatalf("a complete entry has problems: %q", p)
 	}
 	for _, tc := range []struct {
-		name   string
+		name  string
 		spoil func(*Language)
-		want   string
+		want  string
 	}{
 		{"no kernel", func(l *Language) { l.Kind = REPL }, "needs a kernel"},
 		{"kernel of another language", func(l *Language) { l.Kind, l.Kernel = REPL, kernels.Python }, `"python"`},

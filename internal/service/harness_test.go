@@ -14,7 +14,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/backend/native"
 	"github.com/kiln-dev/kiln/internal/backend/unboxed"
 	"github.com/kiln-dev/kiln/internal/engine"
-	"github.com/kiln-dev/kiln/internal/store"
+	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/store/sqlite"
 	"github.com/kiln-dev/kiln/internal/workspace"
 )
@@ -116,9 +116,9 @@ func newServiceOn(t *testing.T, cfg Config, sandboxed bool) *testService {
 }
 
 // user makes a user in the store.
-func (ts *testService) user(t *testing.T, name string, admin bool) store.User {
+func (ts *testService) user(t *testing.T, name string, admin bool) kiln.User {
 	t.Helper()
-	u := store.User{Name: name, Admin: admin}
+	u := kiln.User{Name: name, Admin: admin}
 	if err := ts.store.CreateUser(context.Background(), &u); err != nil {
 		t.Fatal(err)
 	}
