@@ -35,6 +35,9 @@ func need(t *testing.T) (web string) {
 	if _, err := os.Stat(chromium); err != nil {
 		t.Skipf("needs Debian's chromium at %s (scripts/deps --test installs it)", chromium)
 	}
+	if err := exec.Command("/usr/bin/python3", "-c", "import nbformat").Run(); err != nil {
+		t.Skip("needs Jupyter's nbformat for Debian's python3, to check an exported notebook (scripts/deps --test installs python3-nbformat)")
+	}
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("needs Node.js (scripts/deps installs it)")
 	}
@@ -53,7 +56,8 @@ func need(t *testing.T) (web string) {
 
 // TestNotebookInBrowser runs web/test/browser.mjs: sign in, a session,
 // Python, a plot, a DataFrame, JavaScript, upload, download, markdown,
-// interrupt, input(), sandboxed HTML, file tabs, reload and sign-out.
+// interrupt, input(), sandboxed HTML, files, restart, reload, an .ipynb
+// round trip and sign-out.
 func TestNotebookInBrowser(t *testing.T) {
 	web := need(t)
 	dir := t.TempDir()

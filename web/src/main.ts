@@ -201,6 +201,17 @@ async function notebookScreen(id: string): Promise<void> {
     openFiles.set(path, { tab, body, ed });
     select(tab, body);
   };
+  const ipynbInput = h("input", { type: "file", accept: ".ipynb,application/x-ipynb+json", hidden: true, "aria-label": "Jupyter notebook to import" });
+  ipynbInput.addEventListener("change", async () => {
+    const f = ipynbInput.files?.[0];
+    ipynbInput.value = "";
+    if (!f) return;
+    try {
+      toast(`imported ${nb.importIpynb(await f.text())} cells from ${f.name}`, "info");
+    } catch (e) {
+      toast(`${f.name}: ${(e as Error).message}`);
+    }
+  });
   const files = new Files(id, openFile);
   nb.onCellDone = () => files.refresh();
   const bar = h("div", { class: "nb-bar", role: "toolbar", "aria-label": "notebook" },
@@ -209,7 +220,9 @@ async function notebookScreen(id: string): Promise<void> {
     button("↻ Restart", () => nb.restart().catch((e) => toast(e.message)), { title: "restart the kernels (files are kept)" }),
     button("+ Code", () => nb.add("code"), { title: "add a code cell" }),
     button("+ Markdown", () => nb.add("markdown"), { title: "add a markdown cell" }),
-    nb.saveState);
+    button("Export .ipynb", () => nb.exportIpynb(), { title: "download the notebook as a Jupyter notebook" }),
+    button("Import .ipynb", () => ipynbInput.click(), { title: "add the cells of a Jupyter notebook" }),
+    ipynbInput, nb.saveState);
   app.replaceChildren(header(h("span", { class: "crumb" }, `session ${session.id}`), h("span", { class: "muted" }, ` ${session.status} · idle time-out ${formatTTL(session.idle_ttl_seconds)}`)),
     h("div", { class: "workbench" }, files.el, h("main", { class: "main" }, h("div", { class: "sticky" }, bar, tabs), pane)));
   select(nbTab, nb.el);

@@ -4,6 +4,7 @@ import { api, ApiError, filesURL, type Artifact, type Event, type Session } from
 import { button, h, toast } from "./dom";
 import { CodeEditor, type RunMode } from "./editor";
 import { formatBytes, formatDuration, stripAnsi } from "./format";
+import { fromIpynb, toIpynb } from "./ipynb";
 import { appendStream, markdownHTML, renderOutput, type Out } from "./render";
 
 // The notebook is kept in the session's workspace under this name (see
@@ -409,6 +410,25 @@ export class Notebook {
     c.setState("queued", this.current ? "queued: waits for the cell that is running" : "starting…");
     this.queue.push(c);
     if (!this.current) this.next();
+  }
+
+  // exportIpynb downloads the notebook as a Jupyter notebook.
+  exportIpynb(): void {
+    const nb = toIpynb(this.cells.map((c) => c.d), this.session.languages[0] ?? "python");
+    const blob = new Blob([JSON.stringify(nb, null, 1)], { type: "application/x-ipynb+json" });
+    const a = h("a", { href: URL.createObjectURL(blob), download: `kiln-${this.session.id}.ipynb` });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+  }
+
+  // importIpynb adds a Jupyter notebook's cells, with their outputs, at the end.
+  importIpynb(src: string): number {
+    const cells = fromIpynb(src, newID);
+    for (const d of cells) this.insert(new Cell(this, d));
+    this.changed();
+    return cells.length;
   }
 
   runAbove(cell: Cell): void {

@@ -5,6 +5,7 @@
 // It prints one JSON line of measurements at the end and exits non-zero on
 // the first failed check.
 import { chromium } from "playwright-core";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -76,7 +77,10 @@ async function waitDone(page, i, timeout = 60000) {
 }
 
 async function ensureCell(page, i) {
-  while ((await cells(page).count()) <= i) await page.getByRole("button", { name: "add a code cell", exact: true }).click();
+  for (let tries = 0; (await cells(page).count()) <= i; tries++) {
+    if (tries > i + 2) throw new Error(`adding cells did not make cell ${i}`);
+    await page.getByRole("button", { name: "add a code cell", exact: true }).click();
+  }
 }
 
 async function main() {
@@ -309,7 +313,8 @@ fetch("/v1/users/me", {credentials: "include"}).then(function (x) { return x.tex
   await shot(page, "05-file-tab");
   const saved = await page.evaluate(async () => (await fetch(location.origin + "/v1/sessions/" + location.hash.split("/")[2] + "/files/data.csv")).text());
   check(saved.includes("Kyiv,0"), "a file edited in a tab is saved");
-  await page.getByRole("tab", { name: "the notebook" }).or(page.getByRole("button", { name: "the notebook" })).first().click();
+  await page.locator(".tabs button.tab", { hasText: "Notebook" }).click();
+  await cells(page).first().waitFor();
 
   // Restart: the kernel's variables are gone, the files stay.
   await page.getByRole("button", { name: "restart the kernels (files are kept)" }).click();
@@ -327,6 +332,18 @@ fetch("/v1/users/me", {credentials: "include"}).then(function (x) { return x.tex
   check(after === before, `after a reload the notebook has its ${before} cells (${after})`);
   check((await page.locator("section.cell pre.stdout", { hasText: "hello from python" }).count()) === 1, "after a reload the outputs are there");
   check((await page.locator('section.cell img.image-output[alt="image output"]').count()) === 1, "after a reload the plot is there");
+
+  // An .ipynb round trip: export, check it with Jupyter's nbformat, import.
+  const [nbDl] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "download the notebook as a Jupyter notebook" }).click()]);
+  const nbPath = await nbDl.path();
+  const exported = JSON.parse(readFileSync(nbPath, "utf8"));
+  const pngs = exported.cells.flatMap((c) => c.outputs ?? []).filter((o) => o.data && o.data["image/png"]);
+  check(exported.nbformat === 4 && exported.cells.length === after && pngs.length === 1, `the exported .ipynb has the ${after} cells and the plot`);
+  execFileSync("/usr/bin/python3", ["-c", "import nbformat, sys; nbformat.validate(nbformat.read(sys.argv[1], as_version=4))", nbPath]);
+  check(true, "the exported .ipynb is valid against nbformat's schema");
+  await page.locator('input[aria-label="Jupyter notebook to import"]').setInputFiles(nbPath);
+  await page.waitForFunction((n) => document.querySelectorAll("section.cell").length === n, 2 * after);
+  check((await page.locator('section.cell img.image-output[alt="image output"]').count()) === 2, "an imported .ipynb brings its cells and outputs, the plot included");
 
   // Dark theme and the help panel.
   await page.getByRole("button", { name: "switch between dark and light theme" }).click();
