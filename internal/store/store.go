@@ -30,7 +30,23 @@ type Store interface {
 	Artifacts
 	Audit
 	Usage
+	Batches
 	Close() error
+}
+
+// Batches are batches of judged one-shot runs, and the per-user cache of
+// one-shot results. Methods that read or change a batch take the caller's
+// user id and return ErrNotFound for another user's.
+type Batches interface {
+	CreateBatch(ctx context.Context, b *Batch, items []string) error
+	Batch(ctx context.Context, userID, id string) (Batch, error)
+	FinishBatchItem(ctx context.Context, userID string, it BatchItem) error
+	FinishBatch(ctx context.Context, userID, id string, at time.Time) error
+	BatchItems(ctx context.Context, userID, batchID string, done bool, p Page) ([]BatchItem, string, error)
+	PendingBatchItems(ctx context.Context, userID, batchID string) ([]BatchItem, error)
+	RunningBatches(ctx context.Context) ([]Batch, error)
+	CachedRun(ctx context.Context, userID, key string) (string, error)
+	PutCachedRun(ctx context.Context, userID, key, result string, at time.Time, keep int) error
 }
 
 // Users are the people and programs that own sessions.

@@ -48,6 +48,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AuditAppendOnly", testAuditAppendOnly},
 		{"InvalidCursor", testInvalidCursor},
 		{"CPUUsage", testCPUUsage},
+		{"Batches", testBatches},
+		{"RunCache", testRunCache},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
