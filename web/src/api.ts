@@ -81,7 +81,7 @@ export interface CellResult {
   language: string; status: string; stdout: string; stderr: string; outputs: Output[] | null;
   error?: CellError; exit_code?: number; usage: Usage; artifacts: Artifact[] | null; notice?: string;
 }
-export interface Execution { id: string; seq: number; language: string; status: string; result?: CellResult }
+export interface Execution { id: string; seq: number; language: string; code: string; status: string; result?: CellResult }
 export interface Problem { status: number; code: string; detail: string }
 export interface Event {
   type: string; data?: string; output?: Output; execution?: Execution; error?: Problem;

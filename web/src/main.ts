@@ -5,6 +5,7 @@ import { api, ApiError, type Session, type User } from "./api";
 import { button, h, toast } from "./dom";
 import { CodeEditor, setEditorTheme, loadMonaco } from "./editor";
 import { Files } from "./files";
+import { History } from "./history";
 import { formatTTL } from "./format";
 import { Notebook } from "./notebook";
 
@@ -159,7 +160,16 @@ async function notebookScreen(id: string): Promise<void> {
   const openFiles = new Map<string, { tab: HTMLElement; body: HTMLElement; ed: CodeEditor }>();
   const nbTab = button("Notebook", () => select(nbTab, nb.el), { title: "the notebook", cls: "tab" });
   nbTab.setAttribute("role", "tab");
-  tabs.append(nbTab);
+  const history = new History(id, (lang, code) => {
+    select(nbTab, nb.el);
+    nb.rerun(lang, code);
+  });
+  const histTab = button("History", () => {
+    select(histTab, history.el);
+    history.load();
+  }, { title: "the session's execution history", cls: "tab" });
+  histTab.setAttribute("role", "tab");
+  tabs.append(nbTab, histTab);
   const select = (tab: HTMLElement, body: HTMLElement) => {
     for (const t of tabs.children) t.setAttribute("aria-selected", String(t === tab));
     pane.replaceChildren(body);

@@ -431,6 +431,15 @@ export class Notebook {
     return cells.length;
   }
 
+  // rerun adds a code cell with the code at the end and runs it.
+  rerun(language: string, code: string): void {
+    const c = new Cell(this, { id: newID(), type: "code", language, source: code, outputs: [] });
+    this.insert(c);
+    c.root.scrollIntoView({ block: "nearest" });
+    this.run(c, "stay");
+    this.changed();
+  }
+
   runAbove(cell: Cell): void {
     for (const c of this.cells.slice(0, this.cells.indexOf(cell))) if (c.d.type === "code") this.run(c, "stay");
   }

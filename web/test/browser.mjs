@@ -345,6 +345,17 @@ fetch("/v1/users/me", {credentials: "include"}).then(function (x) { return x.tex
   await page.waitForFunction((n) => document.querySelectorAll("section.cell").length === n, 2 * after);
   check((await page.locator('section.cell img.image-output[alt="image output"]').count()) === 2, "an imported .ipynb brings its cells and outputs, the plot included");
 
+  // The history: search by output, re-run in a new cell.
+  await page.getByRole("tab", { name: "the session's execution history" }).click();
+  await page.getByRole("searchbox", { name: "search the history by code or output" }).fill("hello from python");
+  const items = page.locator(".history-item");
+  await page.waitForFunction(() => document.querySelectorAll(".history-item").length === 1);
+  check((await items.first().innerText()).includes('print("hello from python")'), "the history finds the cell by its output");
+  const count = await cells(page).count();
+  await items.first().getByRole("button", { name: /re-run execution/ }).click();
+  await waitDone(page, count);
+  check((await cells(page).nth(count).locator("pre.stdout").innerText()).includes("hello from python"), "a history entry re-runs in a new cell");
+
   // Dark theme and the help panel.
   await page.getByRole("button", { name: "switch between dark and light theme" }).click();
   await page.locator(".monaco-editor").first().waitFor();
