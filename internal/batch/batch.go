@@ -71,6 +71,9 @@ const (
 	Timeout      Reason = "timeout"
 	Memory       Reason = "memory"
 	OutputLimit  Reason = "output_limit"
+	// Rejected: kiln refused to run the item (a limit over the caps, a
+	// runtime not installed); the detail says why.
+	Rejected Reason = "rejected"
 )
 
 // Verdict is the judgement of one item's run.

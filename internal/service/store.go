@@ -18,6 +18,7 @@ type Store interface {
 	store.Executions
 	store.Usage
 	store.Audit
+	store.Batches
 
 	CreateSession(ctx context.Context, s *kiln.Session) error
 	Session(ctx context.Context, userID, id string) (kiln.Session, error)
