@@ -55,6 +55,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		language, code string
 		cpus           float64
 		files          fileFlags
+		buildOpts      fileFlags
 		lim            kiln.Limits
 		stats, asJSON  bool
 	)
@@ -64,6 +65,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	addLimitFlags(fs, &lim, &cpus)
 	fs.Var(&files, "file", "copy a local file into the workspace: LOCAL[:DEST] (repeatable); a relative LOCAL keeps its path")
 	fs.Var(&files, "f", "short for --file")
+	fs.Var(&buildOpts, "build-opt", "compiled languages: compiler and linker flags, such as -O2, -std=c++17 or -lcrypto, split at spaces (repeatable), checked against an allowlist per compiler (a refused flag is named with what is allowed)")
 	fs.BoolVar(&asJSON, "json", false, "run as the API's one-shot run (POST /v1/run) does, as one cell, and print its result as JSON: stdout, stderr, rich outputs (display(), plots), error, usage, artifacts")
 	fs.BoolVar(&stats, "stats", false, "print the exit status, wall and CPU time and peak memory on stderr; the build's apart, with its warnings")
 	fs.Usage = func() {
@@ -87,6 +89,9 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	r := engine.Run{Language: language, Code: code, Args: fs.Args(), Limits: lim}
+	for _, o := range buildOpts {
+		r.BuildOptions = append(r.BuildOptions, strings.Fields(o)...)
+	}
 	codeFromStdin, err := programSource(&r, codeGiven, fs, stdin)
 	if err != nil {
 		return err

@@ -398,6 +398,8 @@ func TestRunBadInput(t *testing.T) {
 		{"timeout-negative", []string{"--timeout", "-1s", "prog.py"}, "", true, []string{"timeout"}},
 		{"pids-too-many", []string{"--pids", "100000", "prog.py"}, "", true, []string{"pids", "100000", "4096"}},
 		{"cpus-too-few", []string{"--cpus", "0.01", "prog.py"}, "", true, []string{"cpu"}},
+		{"build-option-refused", []string{"--build-opt", "-fplugin=/tmp/p.so", "--lang", "c", "-c", "int main(void){return 0;}"}, "", true, []string{"-fplugin=/tmp/p.so", "not allowed", "-lNAME"}},
+		{"build-option-for-python", []string{"--build-opt", "-O2", "prog.py"}, "", true, []string{"python", "no build options"}},
 		// Values that truncate to 0 must not silently become the default.
 		{"cpus-rounds-to-zero", []string{"--cpus", "0.0001", "prog.py"}, "", true, []string{"cpu"}},
 		{"memory-rounds-to-zero", []string{"--memory", "0.5", "prog.py"}, "", true, []string{"memory"}},
@@ -525,6 +527,7 @@ func TestRunCompiled(t *testing.T) {
 		"warn.c":    "#include <stdio.h>\nint main(void) {\n  int unused;\n  fprintf(stderr, \"own\\n\");\n  return 0;\n}\n",
 		"link.c":    "int f(void);\nint main(void) { return f(); }\n",
 		"md5.cpp":   "#include <iostream>\n#include \"openssl/md5.h\"\nint main() { std::cout << DIGEST << '\\n'; }\n",
+		"hash.cpp":  "#include <openssl/md5.h>\n#include <cstdio>\nint main() { unsigned char d[16]; MD5((const unsigned char *)\"abc\", 3, d); for (auto c : d) std::printf(\"%02x\", c); std::printf(\"\\n\"); }\n",
 		"sol.rs":    "fn add(a: i32, b: i32) -> i32 { a - b }\n\nfn main() {}\n\n#[test]\nfn adds() {\n    assert_eq!(add(2, 2), 4);\n}\n",
 	})
 	if err := os.Mkdir(filepath.Join(dir, "openssl"), 0o755); err != nil {
@@ -544,6 +547,7 @@ func TestRunCompiled(t *testing.T) {
 		{"java file named otherwise than its class", "java", []string{"test.java"}, 0, "hello\n", "", ""},
 		{"warnings stay off the program's stderr", "c", []string{"warn.c"}, 0, "", "own\n", ""},
 		{"a header beside the program", "cpp", []string{"--file", "openssl/md5.h", "md5.cpp"}, 0, "d41d8cd9\n", "", ""},
+		{"OpenSSL's MD5 links with --build-opt -lcrypto", "cpp", []string{"--build-opt", "-std=c++17 -Wno-deprecated-declarations", "--build-opt", "-lcrypto", "hash.cpp"}, 0, "900150983cd24fb0d6963f7d28e17f72\n", "", ""},
 		{"a wrong solution in #[test]", "rust", []string{"sol.rs"}, 101, "", "-", ""},
 		{"a link error names the user's file", "c", []string{"link.c"}, 1, "", "-", "main.c"},
 		{"a file named main.c beside -c code", "c", []string{"--file", "link.c:main.c", "--lang", "c", "-c", "#include <stdio.h>\nint main(void) { puts(\"code\"); return 0; }"}, 0, "code\n", "", ""},

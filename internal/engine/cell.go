@@ -5,6 +5,7 @@ import (
 
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/programs"
 )
 
 // DefaultCellBounds are the most the engine runs: a caller's bounds are
@@ -42,6 +43,11 @@ func CheckCell(c kiln.CellRequest, b kiln.CellBounds) (CheckedCell, error) {
 	b.MaxStdinBytes = min(positiveOr(b.MaxStdinBytes, d.MaxStdinBytes), d.MaxStdinBytes)
 	if err := c.Check(b); err != nil {
 		return CheckedCell{}, err
+	}
+	if len(c.BuildOptions) > 0 {
+		if _, err := programs.CheckBuildOptions(l.Name, c.BuildOptions); err != nil {
+			return CheckedCell{}, err
+		}
 	}
 	return CheckedCell{req: c, lang: l}, nil
 }

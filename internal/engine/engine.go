@@ -19,6 +19,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/programs"
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
@@ -105,6 +106,9 @@ type Run struct {
 	// RunCell writes the code into the workspace under it and runs it as
 	// the entry, so the files beside it build with it. Empty: a cell.
 	Name string
+	// BuildOptions are a compiled language's compiler and linker flags
+	// (CellRequest.BuildOptions).
+	BuildOptions []string
 }
 
 // ProgramName is the workspace file that holds the code of language l.
@@ -204,6 +208,11 @@ func validateCode(r Run) error {
 	}
 	if len(r.Args) > MaxArgs {
 		return kiln.Errorf(kiln.TooLarge, "%d arguments given; the limit is %d", len(r.Args), MaxArgs)
+	}
+	if len(r.BuildOptions) > 0 {
+		if _, err := programs.CheckBuildOptions(r.Language, r.BuildOptions); err != nil {
+			return err
+		}
 	}
 	return r.Limits.Validate()
 }

@@ -43,7 +43,7 @@ func PrepareRun(r Run, b kiln.CellBounds) (PreparedRun, error) {
 		return PreparedRun{}, kiln.Errorf(kiln.Invalid, "%s code runs in a kernel and takes no arguments", l.Name)
 	}
 	stdin := string(r.Stdin)
-	cell, err := CheckCell(Cell{Language: l.Name, Code: r.Code, Args: r.Args, Stdin: &stdin}, b)
+	cell, err := CheckCell(Cell{Language: l.Name, Code: r.Code, Args: r.Args, Stdin: &stdin, BuildOptions: r.BuildOptions}, b)
 	if err != nil {
 		return PreparedRun{}, err
 	}
@@ -95,6 +95,17 @@ func (e *Engine) RunPrepared(ctx context.Context, p PreparedRun, ev Events, then
 	if err != nil {
 		return kiln.CellResult{}, err
 	}
+	return RunPreparedIn(ctx, s, p, ev, then)
+}
+
+// Language is the canonical name of p's language.
+func (p PreparedRun) Language() string { return p.cell.req.Language }
+
+// RunPreparedIn runs p in s, a session made for it alone (a fresh one, or
+// one from the service's one-shot pool whose kernel has started with a
+// warm-up cell and run nothing else), and closes s afterwards: a one-shot
+// sandbox is never reused.
+func RunPreparedIn(ctx context.Context, s *Session, p PreparedRun, ev Events, then func(*Session, kiln.CellResult) error) (kiln.CellResult, error) {
 	defer s.Close(context.Background())
 	for _, f := range p.files {
 		if err := s.Agent().WriteFile(ctx, f.Path, f.Data, f.Mode); err != nil {

@@ -26,12 +26,13 @@ func (s *Session) runProgram(ctx context.Context, l *lang.Language, c Cell, ev E
 		timeout = c.Timeout
 	}
 	p := programs.Program{
-		Language:    l.Name,
-		Args:        c.Args,
-		Timeout:     timeout,
-		OutputBytes: s.lim.OutputBytes,
-		MemoryBytes: s.lim.MemoryBytes,
-		CPUMillis:   s.lim.CPUMillis,
+		Language:     l.Name,
+		Args:         c.Args,
+		BuildOptions: c.BuildOptions,
+		Timeout:      timeout,
+		OutputBytes:  s.lim.OutputBytes,
+		MemoryBytes:  s.lim.MemoryBytes,
+		CPUMillis:    s.lim.CPUMillis,
 	}
 	switch {
 	case c.Entry != "" && strings.TrimSpace(c.Code) != "":

@@ -37,6 +37,10 @@ type CellRequest struct {
 	// whose entry file this is (a multi-file project), instead of Code,
 	// which must be empty.
 	Entry string
+	// BuildOptions are, for a compiled language, the run's own compiler
+	// and linker flags (-O2, -std=c++17, -lcrypto), checked against the
+	// toolchain's allowlist (internal/programs/options.go).
+	BuildOptions []string
 }
 
 // CellBounds are the sizes a cell may have. The caller passes its own:

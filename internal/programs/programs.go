@@ -80,6 +80,10 @@ type Program struct {
 	// (never by the build); its end closes the program's stdin. Stdin is
 	// not used then. The Execer must be a StdinExecer.
 	StdinStream io.Reader
+	// BuildOptions are the run's own compiler and linker flags (-O2,
+	// -std=c++17, -lcrypto), checked against the toolchain's allowlist
+	// (CheckBuildOptions). They count in the build cache's key.
+	BuildOptions []string
 
 	// Per phase: the compilation and the run each get this much.
 	Timeout     time.Duration // default kiln's default timeout
@@ -135,6 +139,10 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 	if err := validate(ex, p, tc); err != nil {
 		return Result{}, err
 	}
+	opts, err := tc.checkOptions(l.Name, p.BuildOptions)
+	if err != nil {
+		return Result{}, err
+	}
 	root, area := Workspace, BuildArea
 	if w, ok := ex.(interface{ WorkspaceDir() string }); ok {
 		root = w.WorkspaceDir()
@@ -153,7 +161,7 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 	j := &job{
 		l: l, tc: tc, root: root, area: area,
 		dir: path.Dir(p.Entry), entry: path.Base(p.Entry),
-		mem: p.MemoryBytes, cpus: int((p.CPUMillis + 999) / 1000),
+		mem: p.MemoryBytes, cpus: int((p.CPUMillis + 999) / 1000), opts: opts,
 	}
 	if p.Code != nil {
 		j.dir, j.entry = ".", ""

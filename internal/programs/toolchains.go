@@ -53,9 +53,12 @@ type toolchain struct {
 	// tests looks at a workspace program's inputs for tests beside an
 	// empty main, and sets j.test or notes that they were not run.
 	tests func(j *job, in *inputs)
-	build func(*job) step
-	run   func(*job) step
-	parse func(log string) []kiln.Diagnostic
+	// options is the allowlist of a run's build options (options.go); nil:
+	// the language takes none.
+	options *optionPolicy
+	build   func(*job) step
+	run     func(*job) step
+	parse   func(log string) []kiln.Diagnostic
 }
 
 // job is one build and run, as the steps need it.
@@ -75,6 +78,7 @@ type job struct {
 	cpus       int      // CPUs the sandbox may use, rounded up
 	test       bool     // build the program's tests and run them (rustc --test, go test -c)
 	goMod      bool     // Go: the entry's package is in a module of the workspace
+	opts       []string // the run's build options, checked (CheckBuildOptions)
 	notes      []kiln.Diagnostic
 }
 
@@ -183,6 +187,7 @@ var toolchains = map[string]*toolchain{
 		headers:   []string{".h", ".inc"},
 		scope:     tree,
 		cellReads: headerOf(".h", ".inc"),
+		options:   gccOptions,
 		build:     gcc("-std=gnu17", "-lm"),
 		run:       runBinary,
 		parse:     parseGCC,
@@ -191,6 +196,7 @@ var toolchains = map[string]*toolchain{
 		headers:   []string{".h", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc"},
 		scope:     tree,
 		cellReads: headerOf(".h", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc"),
+		options:   gccOptions,
 		build:     gcc("-std=gnu++20"),
 		run:       runBinary,
 		parse:     parseGCC,
@@ -200,6 +206,7 @@ var toolchains = map[string]*toolchain{
 		scope:     tree,
 		cellReads: headerOf(".inc", ".h"),
 		order:     fortranOrder,
+		options:   gccOptions,
 		build: func(j *job) step {
 			// -J puts the .mod files of modules in the build directory, not
 			// among the user's files.
@@ -207,7 +214,8 @@ var toolchains = map[string]*toolchain{
 			if j.code != nil {
 				argv = append(argv, "-I", path.Join(j.root, j.dir), "-ffile-prefix-map="+path.Dir(j.code.disk)+"/=")
 			}
-			return step{argv: append(argv, j.srcs...)}
+			flags, libs := splitLibs(j.opts)
+			return step{argv: append(append(append(argv, flags...), j.srcs...), libs...)}
 		},
 		run:   runBinary,
 		parse: parseGCC,
@@ -217,6 +225,7 @@ var toolchains = map[string]*toolchain{
 		scope:   tree,
 		prepare: goMod,
 		tests:   goPackageTests,
+		options: goOptions,
 		build: func(j *job) step {
 			n := strconv.Itoa(j.cpus)
 			argv := []string{j.l.Binary, "build"}
@@ -232,7 +241,7 @@ var toolchains = map[string]*toolchain{
 			// near the CPUs it has (the pids limit counts threads); a
 			// second thread for the collector made a cold build faster
 			// in measurements (12 s against 19 s on one CPU).
-			argv = append(argv, "-p", n, "-buildvcs=false", "-o", j.bin())
+			argv = append(append(argv, "-p", n, "-buildvcs=false", "-o", j.bin()), j.opts...)
 			switch {
 			case j.code != nil:
 				argv = append(argv, path.Base(j.code.disk))
@@ -274,13 +283,15 @@ var toolchains = map[string]*toolchain{
 		entry:     "Main.java",
 		scope:     tree,
 		cellReads: func(name string) bool { return strings.HasSuffix(name, ".java") },
+		options:   javaOptions,
 		build: func(j *job) step {
 			var argv []string
 			for _, f := range append(jvm(j), "-XX:TieredStopAtLevel=1") {
 				argv = append(argv, "-J"+f)
 			}
 			argv = append([]string{j.l.Binary}, argv...)
-			return step{argv: append(argv, "-encoding", "UTF-8", "-d", j.out, "-sourcepath", j.sourcepath, j.entryArg())}
+			argv = append(append(argv, "-encoding", "UTF-8", "-d", j.out, "-sourcepath", j.sourcepath), j.opts...)
+			return step{argv: append(argv, j.entryArg())}
 		},
 		run: func(j *job) step {
 			argv := append([]string{path.Join(path.Dir(j.l.Binary), "java")}, jvm(j)...)
@@ -307,7 +318,8 @@ var toolchains = map[string]*toolchain{
 		parse: parseRuby,
 	},
 	"rust": {
-		scope: tree,
+		scope:   tree,
+		options: rustOptions,
 		tests: func(j *job, in *inputs) {
 			j.test, j.notes = rustTests(in.files[path.Join(j.dir, j.entry)], path.Join(j.dir, j.entry))
 		},
@@ -322,7 +334,7 @@ var toolchains = map[string]*toolchain{
 				// Panics and diagnostics name the file, not the build area.
 				argv = append(argv, "--remap-path-prefix="+path.Dir(j.code.disk)+"/=")
 			}
-			return step{argv: append(argv, "-o", j.bin(), j.entryArg())}
+			return step{argv: append(append(argv, j.opts...), "-o", j.bin(), j.entryArg())}
 		},
 		run:   runBinary,
 		parse: parseRustc,
@@ -349,7 +361,8 @@ func gcc(std string, libs ...string) func(*job) step {
 			// __FILE__ (assert's message) names the file, not the area.
 			argv = append(argv, "-iquote", path.Join(j.root, j.dir), "-ffile-prefix-map="+path.Dir(j.code.disk)+"/=")
 		}
-		return step{argv: append(append(argv, j.srcs...), libs...)}
+		flags, own := splitLibs(j.opts)
+		return step{argv: append(append(append(append(argv, flags...), j.srcs...), own...), libs...)}
 	}
 }
 
