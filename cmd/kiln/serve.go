@@ -59,6 +59,7 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json (one JSON object a line)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "also serve GET /metrics with no API key on this address (host:port), for Prometheus; the API's /metrics needs an admin key")
 	fs.IntVar(&f.svc.PoolSize, "pool", sd.PoolSize, "warm Python sandboxes kept ready (0 disables)")
+	fs.IntVar(&f.svc.RunPoolSize, "run-pool", 2, "per language (python, javascript), sandboxes with a started interpreter kept ready for one-shot runs, each used once (0 disables)")
 	fs.DurationVar(&f.svc.IdleTTL, "idle-ttl", sd.IdleTTL, "a session's idle TTL when it asks for none")
 	fs.DurationVar(&f.svc.MaxIdleTTL, "max-idle-ttl", sd.MaxIdleTTL, "the longest idle TTL a non-admin may ask for")
 	addSessionLimitFlags(fs, &f.svc.DefaultLimits, &f.svc.MaxLimits)

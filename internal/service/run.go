@@ -51,10 +51,16 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 	wait := time.Since(queued)
 	start := time.Now()
 	var out RunResult
-	res, err := s.engine.RunPrepared(ctx, p, engine.Events{}, func(sess *engine.Session, res kiln.CellResult) error {
+	then := func(sess *engine.Session, res kiln.CellResult) error {
 		out.Files = s.collect(ctx, sess, res.Artifacts)
 		return nil
-	})
+	}
+	var res kiln.CellResult
+	if sess := s.runs.take(p); sess != nil {
+		res, err = engine.RunPreparedIn(ctx, sess, p, engine.Events{}, then)
+	} else {
+		res, err = s.engine.RunPrepared(ctx, p, engine.Events{}, then)
+	}
 	if err != nil {
 		if k := kiln.KindOf(err); k == kiln.SandboxError || k == kiln.Internal {
 			s.metrics.SandboxFailure("exec")

@@ -29,6 +29,7 @@ type Config struct {
 	Workspaces workspace.Kind // what new workspaces are: disk images (the default) or tmpfs
 
 	PoolSize       int           // warm Python sandboxes kept ready; negative disables
+	RunPoolSize    int           // per language, sandboxes with a started kernel kept for one-shot runs; 0 disables
 	IdleTTL        time.Duration // a session's idle TTL when it asks for none
 	MaxIdleTTL     time.Duration // the longest a session may ask for
 	IdleCheckEvery time.Duration // how often idle sessions are looked for
@@ -129,6 +130,7 @@ type Service struct {
 
 	queue *queue
 	pool  *pool
+	runs  *runPool
 	cpu   *cpuBudget
 
 	batches batchRunner // batches.go
@@ -179,6 +181,7 @@ func New(ctx context.Context, cfg Config, st Store, eng *engine.Engine, log *slo
 		return nil, err
 	}
 	s.pool = newPool(s, cfg.PoolSize)
+	s.runs = newRunPool(s, cfg.RunPoolSize)
 	s.done.Add(1)
 	go s.expireIdle()
 	return s, nil
@@ -197,6 +200,7 @@ func (s *Service) Close(ctx context.Context) error {
 	close(s.stop)
 	s.batches.cancel() // the batches' pending items resume at the next start
 	s.pool.close(ctx)
+	s.runs.close(ctx)
 	s.done.Wait()
 	s.mu.Lock()
 	all := make([]*live, 0, len(s.sessions))

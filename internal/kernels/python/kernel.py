@@ -826,7 +826,8 @@ def _execute(msg):
         fn = "<cell %d>" % _count
     import linecache
 
-    linecache.cache[fn] = (len(code), None, [l + "\n" for l in code.split("\n")], fn)
+    if not msg.get("warmup"):  # leaves no trace a pooled run's code could see
+        linecache.cache[fn] = (len(code), None, [l + "\n" for l in code.split("\n")], fn)
     _open = _cell = cell
     _shown = set()
     status = "ok"

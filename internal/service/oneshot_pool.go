@@ -1,0 +1,96 @@
+package service
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/kiln"
+)
+
+// runPoolLanguages are the languages whose one-shot runs start from a
+// ready interpreter: the REPL languages agents run most.
+var runPoolLanguages = []string{"python", "javascript"}
+
+// runPool keeps, per language, sandboxes whose kernel has started and
+// waits for code, for one-shot runs (POST /v1/run). Each sandbox serves
+// exactly one run and is destroyed after it, as a fresh one would be: it
+// is made with the limits a run gets when it asks for none, has a tmpfs
+// workspace, and its kernel has run only the warm-up cell, which executes
+// nothing of its own (kernelproto.Execute.Warmup) and imports nothing
+// ahead, so the user's code sees the same interpreter state as in a fresh
+// sandbox (TestRunPoolSameAsFresh).
+type runPool struct {
+	limits kiln.Limits
+	pools  map[string]*pool
+	taken  atomic.Int64 // runs that started from a ready sandbox
+}
+
+func newRunPool(s *Service, size int) *runPool {
+	rp := &runPool{pools: map[string]*pool{}}
+	if size <= 0 {
+		return rp
+	}
+	// The limits of a run that asks for none: the defaults, as capLimits
+	// fills them in for every user.
+	lim, err := s.capLimits(kiln.User{Admin: true}, kiln.Limits{})
+	if err != nil {
+		return rp
+	}
+	rp.limits = lim
+	for _, l := range runPoolLanguages {
+		rp.pools[l] = startPool(size, func() (*pooled, error) { return s.makeRunPooled(l, lim) },
+			func(pd *pooled) { pd.sess.Close(context.Background()) },
+			func(int) {},
+			func(err error) {
+				s.metrics.SandboxFailure("pool")
+				s.log.Error("one-shot pool: could not make a sandbox", "language", l, "err", err)
+			})
+	}
+	return rp
+}
+
+// take hands over a ready sandbox for p, or nil when p does not fit the
+// pool (other limits, another language) or none is ready; the caller then
+// makes a fresh one, as before the pool.
+func (rp *runPool) take(p engine.PreparedRun) *engine.Session {
+	pl := rp.pools[p.Language()]
+	if pl == nil || p.Limits() != rp.limits {
+		return nil
+	}
+	var sess *engine.Session
+	if pl.take(func(pd *pooled) { sess = pd.sess }) {
+		rp.taken.Add(1)
+	}
+	return sess
+}
+
+func (rp *runPool) close(ctx context.Context) {
+	for _, p := range rp.pools {
+		p.close(ctx)
+	}
+}
+
+// makeRunPooled makes a sandbox as a one-shot run's (engine.RunPrepared)
+// and starts its kernel with a warm-up cell.
+func (s *Service) makeRunPooled(language string, lim kiln.Limits) (*pooled, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: lim})
+	if err != nil {
+		return nil, err
+	}
+	res, err := sess.Run(ctx, engine.Cell{Language: language, Code: warmupCode[language], Warmup: true}, engine.Events{})
+	if err == nil && res.Status != kiln.StatusOK {
+		err = kiln.Errorf(kiln.SandboxError, "the %s warm-up cell ended %s", language, res.Status)
+	}
+	if err != nil {
+		sess.Close(context.Background())
+		return nil, err
+	}
+	return &pooled{sess: sess}, nil
+}
+
+// warmupCode is what a warm-up cell carries; the kernel does not run it.
+var warmupCode = map[string]string{"python": "pass", "javascript": ";"}
