@@ -85,6 +85,10 @@ type ExecRequest struct {
 	// entry file this is (a project of several files, built as it is in
 	// the workspace) instead of Code, which must be empty then.
 	Entry string `json:"entry,omitempty"`
+	// BuildOptions are, for a compiled language, compiler and linker flags
+	// (-O2, -std=c++17, -lcrypto), checked against the toolchain's
+	// allowlist; a refused one is an invalid request naming it.
+	BuildOptions []string `json:"build_options,omitempty"`
 }
 
 // Execution is one cell of a session's history.
@@ -178,6 +182,8 @@ type RunRequest struct {
 	// the files beside it, and messages name it. Default: a cell's main<ext>,
 	// built outside the workspace.
 	FileName string `json:"file_name,omitempty"`
+	// BuildOptions: as ExecRequest's.
+	BuildOptions []string `json:"build_options,omitempty"`
 }
 
 // File is a file with its content, base64 in JSON.

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -102,4 +103,39 @@ func htmlOf(data map[string]json.RawMessage) string {
 	var s string
 	json.Unmarshal(data["text/html"], &s)
 	return s
+}
+
+// TestBuildOptionsThroughTheAPI: build_options reach the compiler of a
+// one-shot run and of a session cell; a refused flag is a 400 that names it.
+func TestBuildOptionsThroughTheAPI(t *testing.T) {
+	e := newEnv(t, options{})
+	ctx := ctxT(t)
+	c := e.user("ada")
+	code := "#include <stdio.h>\nint main(void) { printf(\"%d\\n\", V); return 0; }\n"
+	res, err := c.Run(ctx, client.RunRequest{Language: "c", Code: code, BuildOptions: []string{"-O2", "-DV=7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Result.Status != "ok" || res.Result.Stdout != "7\n" {
+		t.Errorf("run with -DV=7: %+v; want 7", res.Result)
+	}
+	_, err = c.Run(ctx, client.RunRequest{Language: "c", Code: code, BuildOptions: []string{"-fplugin=/tmp/x.so"}})
+	var p *client.Problem
+	if !errors.As(err, &p) || p.Status != 400 || !strings.Contains(p.Detail, "-fplugin=/tmp/x.so") || !strings.Contains(p.Detail, "allowed") {
+		t.Errorf("run with -fplugin: %v; want a 400 naming the flag and what is allowed", err)
+	}
+	s, err := c.CreateSession(ctx, client.SessionRequest{Languages: []string{"c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := c.Exec(ctx, s.ID, client.ExecRequest{Language: "c", Code: code, BuildOptions: []string{"-D", "V=3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := x.Result; r == nil || r.Status != "ok" || r.Stdout != "3\n" {
+		t.Errorf("cell with -D V=3: %+v; want 3", x.Result)
+	}
+	if _, err := c.Exec(ctx, s.ID, client.ExecRequest{Language: "c", Code: code, BuildOptions: []string{"-o", "/etc/x"}}); !errors.As(err, &p) || p.Status != 400 {
+		t.Errorf("cell with -o: %v; want a 400", err)
+	}
 }
