@@ -79,7 +79,7 @@ export interface Usage { wall_ms: number; cpu_ms: number; peak_memory_bytes: num
 export interface Artifact { path: string; size: number; change: string }
 export interface CellResult {
   language: string; status: string; stdout: string; stderr: string; outputs: Output[] | null;
-  error?: CellError; exit_code?: number; usage: Usage; artifacts: Artifact[] | null; notice?: string;
+  error?: CellError; exit_code?: number; diagnostics?: CellError["diagnostics"]; usage: Usage; artifacts: Artifact[] | null; notice?: string;
 }
 export interface Execution { id: string; seq: number; language: string; code: string; status: string; result?: CellResult }
 export interface Problem { status: number; code: string; detail: string }

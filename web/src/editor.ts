@@ -24,6 +24,8 @@ export function setEditorTheme(dark: boolean): void {
 
 export type RunMode = "advance" | "stay";
 
+export interface Marker { line: number; column?: number; message: string; severity: "error" | "warning" }
+
 export interface EditorOptions {
   value: string;
   language: string;
@@ -104,12 +106,20 @@ export class CodeEditor {
 
   // markLine underlines the line an error points at (1-based).
   markLine(line: number | undefined, message: string): void {
+    this.setMarkers(line ? [{ line, message, severity: "error" }] : []);
+  }
+
+  // setMarkers underlines what a run reported: the failing line, compiler
+  // errors and warnings (lines 1-based; a column marks from there on).
+  setMarkers(list: Marker[]): void {
     const model = this.ed?.getModel();
-    if (!model || !monacoLoaded) return;
-    const markers = line && line <= model.getLineCount()
-      ? [{ severity: monacoLoaded.MarkerSeverity.Error, message, startLineNumber: line, endLineNumber: line, startColumn: 1, endColumn: model.getLineMaxColumn(line) }]
-      : [];
-    monacoLoaded.editor.setModelMarkers(model, "kiln", markers);
+    const m = monacoLoaded;
+    if (!model || !m) return;
+    const markers = list.filter((x) => x.line >= 1 && x.line <= model.getLineCount()).map((x) => ({
+      severity: x.severity === "warning" ? m.MarkerSeverity.Warning : m.MarkerSeverity.Error, message: x.message,
+      startLineNumber: x.line, endLineNumber: x.line, startColumn: x.column && x.column > 0 ? x.column : 1, endColumn: model.getLineMaxColumn(x.line),
+    }));
+    m.editor.setModelMarkers(model, "kiln", markers);
   }
 
   focus(): void {

@@ -1,8 +1,8 @@
 // The notebook of one session: cells, their runs over the session's
 // WebSocket, and the notebook file that keeps them between visits.
-import { api, ApiError, filesURL, type Artifact, type Event, type Session } from "./api";
+import { api, ApiError, filesURL, type Artifact, type CellResult, type Event, type Session } from "./api";
 import { button, h, toast } from "./dom";
-import { CodeEditor, type RunMode } from "./editor";
+import { CodeEditor, type Marker, type RunMode } from "./editor";
 import { formatBytes, formatDuration, stripAnsi } from "./format";
 import { fromIpynb, toIpynb } from "./ipynb";
 import { appendStream, markdownHTML, renderOutput, type Out } from "./render";
@@ -29,6 +29,17 @@ interface NotebookDoc {
   format: "kiln-notebook";
   version: 1;
   cells: CellData[];
+}
+
+// markers are what a result says about lines of the cell: the failing
+// line of an error, and compiler diagnostics (errors and warnings).
+function markers(r: CellResult): Marker[] {
+  const out: Marker[] = [];
+  if (r.error?.line) out.push({ line: r.error.line, message: `${r.error.name}: ${r.error.message}`, severity: "error" });
+  for (const d of [...(r.error?.diagnostics ?? []), ...(r.diagnostics ?? [])]) {
+    out.push({ line: d.line, column: d.column, message: d.message, severity: d.severity === "warning" ? "warning" : "error" });
+  }
+  return out;
 }
 
 let nextID = 0;
@@ -221,7 +232,7 @@ class Cell {
       }
       if (r.error) d.outputs.push({ kind: "error", name: r.error.name, message: r.error.message, traceback: r.error.traceback });
       if (r.notice) d.outputs.push({ kind: "notice", text: r.notice });
-      this.editor?.markLine(r.error?.line, r.error ? `${r.error.name}: ${r.error.message}` : "");
+      this.editor?.setMarkers(markers(r));
     }
     this.showOutputs();
     this.setState("idle");

@@ -356,6 +356,14 @@ fetch("/v1/users/me", {credentials: "include"}).then(function (x) { return x.tex
   await waitDone(page, count);
   check((await cells(page).nth(count).locator("pre.stdout").innerText()).includes("hello from python"), "a history entry re-runs in a new cell");
 
+  // A C cell that does not compile: its diagnostic is marked in the editor.
+  const ci = await cells(page).count();
+  await ensureCell(page, ci);
+  await cells(page).nth(ci).locator("select.lang").selectOption("c");
+  cell = await runIn(page, ci, "int main(void) {\n    return missing;\n}");
+  await cell.locator(".squiggly-error").first().waitFor();
+  check((await cell.getAttribute("data-state")) !== "ok", "a C compile error is marked in the cell's editor");
+
   // Dark theme and the help panel.
   await page.getByRole("button", { name: "switch between dark and light theme" }).click();
   await page.locator(".monaco-editor").first().waitFor();
