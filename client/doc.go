@@ -17,6 +17,10 @@
 //	GET    /metrics                         Prometheus metrics (admin key or a "metrics" scoped key; no key on kiln serve --metrics-addr)
 //	GET    /v1/languages                    []Language
 //	POST   /v1/run                          RunRequest -> RunResult
+//	POST   /v1/batches                      BatchRequest (at most 5000 items) -> Batch (202); with
+//	                                        "Accept: text/event-stream", a stream of BatchEvent
+//	GET    /v1/batches/{id}                 Batch
+//	GET    /v1/batches/{id}/items           ?limit=&cursor= -> BatchItemList
 //	POST   /v1/sessions                     SessionRequest -> Session (201)
 //	GET    /v1/sessions                     ?status=&metadata.KEY=VALUE&limit=&cursor= -> SessionList
 //	GET    /v1/sessions/{id}                Session

@@ -184,6 +184,11 @@ type RunRequest struct {
 	FileName string `json:"file_name,omitempty"`
 	// BuildOptions: as ExecRequest's.
 	BuildOptions []string `json:"build_options,omitempty"`
+	// Cache takes the result from the caller's own result cache when the
+	// same run (runtime version, code, files, stdin, args, limits) is
+	// there, and keeps this one's; opt-in, since kiln cannot know whether
+	// a program reads the clock or randomness. Never shared between users.
+	Cache bool `json:"cache,omitempty"`
 }
 
 // File is a file with its content, base64 in JSON.
@@ -199,6 +204,7 @@ type File struct {
 type RunResult struct {
 	Result CellResult `json:"result"`
 	Files  []File     `json:"files"`
+	Cached bool       `json:"cached,omitempty"` // from the cache (RunRequest.Cache), not run now
 }
 
 // FileInfo describes one workspace entry.

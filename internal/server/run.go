@@ -17,11 +17,15 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, c *call) error {
 	for _, f := range req.Files {
 		run.Files = append(run.Files, service.File{Path: f.Path, Data: f.Content, Mode: f.Mode})
 	}
-	res, err := s.svc.Run(r.Context(), c.user, run)
+	runFn := s.svc.Run
+	if req.Cache {
+		runFn = s.svc.RunCached
+	}
+	res, err := runFn(r.Context(), c.user, run)
 	if err != nil {
 		return err
 	}
-	out := client.RunResult{Result: res.Result, Files: make([]client.File, 0, len(res.Files))}
+	out := client.RunResult{Result: res.Result, Files: make([]client.File, 0, len(res.Files)), Cached: res.Cached}
 	for _, f := range res.Files {
 		out.Files = append(out.Files, client.File{Path: f.Path, Content: f.Data})
 	}

@@ -143,6 +143,9 @@ func (s *Server) register() {
 	s.handle("GET /metrics", s.metrics)
 	s.handle("GET /v1/languages", s.languages)
 	s.handle("POST /v1/run", s.run)
+	s.handle("POST /v1/batches", s.createBatch) // batches.go
+	s.handle("GET /v1/batches/{id}", s.getBatch)
+	s.handle("GET /v1/batches/{id}/items", s.batchItems)
 	s.handle("POST /v1/sessions", s.createSession)
 	s.handle("GET /v1/sessions", s.listSessions)
 	s.handle("GET /v1/sessions/{id}", s.getSession)

@@ -46,7 +46,7 @@ func runtimeVersion(ctx context.Context, name string) (string, error) {
 
 // cacheKey is the hash of everything that decides a run's result, as far
 // as kiln can know: the runtime's version, the code, the files, stdin,
-// the arguments and the limits in force.
+// the arguments, the build options and the limits in force.
 func (s *Service) cacheKey(ctx context.Context, u kiln.User, r RunRequest) (string, error) {
 	l, err := lang.Lookup(r.Language)
 	if err != nil {
@@ -64,9 +64,9 @@ func (s *Service) cacheKey(ctx context.Context, u kiln.User, r RunRequest) (stri
 		Language, Version, Code, Name string
 		Files                         []File
 		Stdin                         []byte
-		Args                          []string
+		Args, BuildOptions            []string
 		Limits                        kiln.Limits
-	}{l.Name, v, r.Code, r.Name, r.Files, r.Stdin, r.Args, lim.WithDefaults()})
+	}{l.Name, v, r.Code, r.Name, r.Files, r.Stdin, r.Args, r.BuildOptions, lim.WithDefaults()})
 	if err != nil {
 		return "", err
 	}
