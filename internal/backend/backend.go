@@ -15,6 +15,17 @@ type Spec struct {
 	// service keeps workspaces outside the sandbox so they outlive it);
 	// else the workspace dies with the sandbox.
 	HostDir string
+	// Mounts are host directories shown read-only in the sandbox (project
+	// code); each Source is a real path that the caller resolved and
+	// allowed (native.ResolveMount).
+	Mounts []Mount
+}
+
+// Mount is a host directory (Source) shown read-only at Target in the
+// sandbox; a Target of "" is the backend's default (/mnt/<name>).
+type Mount struct {
+	Source string
+	Target string
 }
 
 // Sandbox is what the engine knows of a sandbox a backend made.

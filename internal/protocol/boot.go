@@ -18,9 +18,20 @@ type Boot struct {
 	ShmBytes  int64    `json:"shm_bytes"`  // size of /dev/shm
 	WorkBytes int64    `json:"work_bytes"` // size of the workspace tmpfs
 	Inodes    int64    `json:"inodes"`     // inodes of /tmp and of the workspace, each
+	// Mounts are host directories shown read-only (nosuid, nodev) inside
+	// the sandbox; each Source is a real path, without symlinks, that the
+	// boot opens refusing any (package native checks it first).
+	Mounts []Mount `json:"mounts,omitempty"`
 
 	// Agent is passed on to the agent stage untouched.
 	Agent AgentConfig `json:"agent"`
+}
+
+// Mount is a host directory (Source) bound read-only at Target, inside the
+// sandbox.
+type Mount struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
 }
 
 // File is a small synthetic file.

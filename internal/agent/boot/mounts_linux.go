@@ -26,7 +26,7 @@ func buildRoot(cfg *protocol.Boot) error {
 		return fmt.Errorf("mkdir %s: %w", emptyLower, err)
 	}
 	steps := []func(string, *protocol.Boot) error{
-		bindSystem, buildEtc, mountProc, buildDev, mountTmp, mountWorkspace,
+		bindSystem, buildEtc, mountProc, buildDev, mountTmp, mountWorkspace, mountProject,
 	}
 	for _, step := range steps {
 		if err := step(root, cfg); err != nil {
@@ -282,6 +282,29 @@ func mountWorkspace(root string, cfg *protocol.Boot) error {
 	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755,uid=%d,gid=%d", cfg.WorkBytes, cfg.Inodes, cfg.UserUID, cfg.UserUID)
 	if err := unix.Mount("kiln-workspace", ws, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount workspace: %w", err)
+	}
+	return nil
+}
+
+// mountProject binds the read-only host directories (protocol.Boot.Mounts).
+// Each source is opened refusing every symlink on its path, and the bind
+// is of that open directory, so a path changed since package native
+// checked it cannot lead elsewhere. Symlinks inside the mounted tree are
+// resolved by the sandbox's processes, in the sandbox's root.
+func mountProject(root string, cfg *protocol.Boot) error {
+	for _, m := range cfg.Mounts {
+		fd, err := unix.Openat2(unix.AT_FDCWD, m.Source, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
+			return fmt.Errorf("open mount source %s: %w", m.Source, err)
+		}
+		err = bindRO(fmt.Sprintf("/proc/self/fd/%d", fd), filepath.Join(root, m.Target), true)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("mount %s: %w", m.Target, err)
+		}
 	}
 	return nil
 }

@@ -128,6 +128,9 @@ func (b *Backend) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error)
 			return nil, err
 		}
 	}
+	if _, err := checkMounts(spec.Mounts); err != nil {
+		return nil, err
+	}
 	s := &Sandbox{ID: newID(), b: b}
 	defer func() {
 		if err != nil {
@@ -247,7 +250,12 @@ func (s *Sandbox) bootConfig(spec Spec, lim kiln.Limits, h *cgroups.Handles) ([]
 		keep[i] = protocol.FirstCgrFD + i
 	}
 	env := append(append([]string{}, BaseEnv...), spec.Env...)
+	mounts, err := checkMounts(spec.Mounts)
+	if err != nil {
+		return nil, err
+	}
 	return json.Marshal(protocol.Boot{
+		Mounts:    mounts,
 		Hostname:  spec.Hostname,
 		StageDir:  filepath.Join(s.b.cfg.RuntimeDir, "stage"),
 		ROBinds:   roBinds,

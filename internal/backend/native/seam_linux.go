@@ -14,7 +14,7 @@ import (
 
 // CreateSandbox starts a sandbox and remembers it by id.
 func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (backend.Sandbox, error) {
-	sb, err := b.Create(ctx, Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir})
+	sb, err := b.Create(ctx, Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir, Mounts: mounts(spec.Mounts)})
 	if err != nil {
 		return backend.Sandbox{}, err
 	}
@@ -75,4 +75,13 @@ func (b *Backend) List(ctx context.Context) ([]string, error) {
 // that cannot give both.
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{Name: "native", Isolation: true, Limits: true}
+}
+
+// mounts are the engine's read-only mounts in this backend's terms.
+func mounts(ms []backend.Mount) []Mount {
+	var out []Mount
+	for _, m := range ms {
+		out = append(out, Mount{Source: m.Source, Target: m.Target})
+	}
+	return out
 }

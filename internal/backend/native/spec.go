@@ -17,7 +17,21 @@ type Spec struct {
 	// a tmpfs): absolute, not a symlink. Create gives it and everything in
 	// it to the sandbox's user, so no other sandbox may be using it.
 	HostDir string
+	// Mounts are host directories shown read-only (nosuid, nodev) in the
+	// sandbox: project code to import and test, never written. Each
+	// Source must be a real path, without symlinks (ResolveMount makes
+	// one); a Target of "" is /mnt/<the source's name>.
+	Mounts []Mount
 }
+
+// Mount is a host directory bound read-only into the sandbox.
+type Mount struct {
+	Source string // on the host, absolute
+	Target string // in the sandbox: /project, or a folder below /mnt or /project
+}
+
+// MaxMounts bounds a sandbox's read-only mounts.
+const MaxMounts = 8
 
 // Inside the sandbox.
 const (
