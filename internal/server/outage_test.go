@@ -165,6 +165,13 @@ func (f *flakyStore) FinishExecution(ctx context.Context, userID, id string, res
 	return f.Store.FinishExecution(ctx, userID, id, result, at)
 }
 
+func (f *flakyStore) FinishCell(ctx context.Context, fc store.CellFinish) error {
+	if err := f.fail("finish execution"); err != nil {
+		return err
+	}
+	return f.Store.FinishCell(ctx, fc)
+}
+
 func (f *flakyStore) Execution(ctx context.Context, userID, id string) (kiln.Execution, error) {
 	if err := f.fail("get execution"); err != nil {
 		return kiln.Execution{}, err

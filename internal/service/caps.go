@@ -169,6 +169,28 @@ func (b *cpuBudget) charge(ctx context.Context, user string, d time.Duration) er
 	return nil
 }
 
+// currentDay is the UTC day a charge made now counts for.
+func (b *cpuBudget) currentDay() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	day, _ := b.roll()
+	return day
+}
+
+// counted brings the cache up to date with d that the store has already
+// added to the user's day (store.FinishCell). A user not cached is read
+// from the store next time, with d in it.
+func (b *cpuBudget) counted(user, day string, d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur, _ := b.roll(); cur != day {
+		return
+	}
+	if _, ok := b.used[user]; ok {
+		b.used[user] += d
+	}
+}
+
 // today is the user's CPU time today and when the count starts again.
 func (b *cpuBudget) today(ctx context.Context, user string) (time.Duration, time.Time, error) {
 	b.mu.Lock()

@@ -95,10 +95,13 @@ func (s *Service) Exec(ctx context.Context, u kiln.User, sessionID string, cell 
 	if n := l.takeNotice(); n != "" {
 		res.Notice = joinNotice(n, res.Notice)
 	}
-	s.chargeCPU(ctx, u, res.Usage.CPU)
 	end := time.Now()
 	done := context.WithoutCancel(ctx)
-	if err := s.finishExecution(done, u.ID, e.ID, res, end); err != nil {
+	// The result, the CPU time and the audit row go in one transaction:
+	// durable before the client hears the cell is done, one write.
+	audit := store.AuditEntry{UserID: u.ID, Action: "execution", SessionID: sessionID, ExecutionID: e.ID, Time: end,
+		CodeHash: e.CodeHash, Outcome: string(res.Status), Detail: jsonDetail(map[string]any{"language": req.Language, "seq": e.Seq})}
+	if err := s.finishExecution(done, store.CellFinish{UserID: u.ID, ID: e.ID, Result: res, At: end, CPU: res.Usage.CPU, Audit: &audit}); err != nil {
 		return kiln.Execution{}, err
 	}
 	if len(res.Artifacts) > 0 {
@@ -108,8 +111,6 @@ func (s *Service) Exec(ctx context.Context, u kiln.User, sessionID string, cell 
 	}
 	e.Status, e.Result, e.Ended = string(res.Status), &res, end
 	s.metrics.Execution(req.Language, string(res.Status), wait, end.Sub(e.Started))
-	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "execution", SessionID: sessionID, ExecutionID: e.ID,
-		CodeHash: e.CodeHash, Outcome: string(res.Status), Detail: jsonDetail(map[string]any{"language": req.Language, "seq": e.Seq})})
 	return e, nil
 }
 

@@ -1,0 +1,108 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/backend/unboxed"
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/store"
+	"github.com/kiln-dev/kiln/internal/store/sqlite"
+	"github.com/kiln-dev/kiln/internal/workspace"
+)
+
+// writeCounter counts the store writes a cell's hot path makes.
+type writeCounter struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (w *writeCounter) CreateExecution(ctx context.Context, e *kiln.Execution) error {
+	w.n.Add(1)
+	return w.Store.CreateExecution(ctx, e)
+}
+
+func (w *writeCounter) FinishExecution(ctx context.Context, userID, id string, r kiln.CellResult, at time.Time) error {
+	w.n.Add(1)
+	return w.Store.FinishExecution(ctx, userID, id, r, at)
+}
+
+func (w *writeCounter) FinishCell(ctx context.Context, f store.CellFinish) error {
+	w.n.Add(1)
+	return w.Store.FinishCell(ctx, f)
+}
+
+func (w *writeCounter) AddCPU(ctx context.Context, userID, day string, d time.Duration) error {
+	w.n.Add(1)
+	return w.Store.AddCPU(ctx, userID, day, d)
+}
+
+func (w *writeCounter) AppendAudit(ctx context.Context, e *store.AuditEntry) error {
+	w.n.Add(1)
+	return w.Store.AppendAudit(ctx, e)
+}
+
+// TestWarmCellWritesTwice checks that a warm cell writes to the store
+// twice (the execution when it starts; its result, CPU time and audit row
+// in one transaction at the end) and that all of it is recorded.
+func TestWarmCellWritesTwice(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "kiln.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	wc := &writeCounter{Store: st}
+	log := slog.New(slog.DiscardHandler)
+	svc, err := New(ctx, Config{DataDir: dir, PoolSize: -1, Workspaces: workspace.Plain}, wc, engine.New(unboxed.New(t.TempDir()), log), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(context.Background())
+	u := kiln.User{Name: "hot"}
+	if err := st.CreateUser(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := svc.CreateSession(ctx, u, SessionSpec{Languages: []string{"python"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.DeleteSession(context.Background(), u, sess.ID)
+	cell := kiln.CellRequest{Language: "python", Code: "sum(range(200000))"}
+	if _, err := svc.Exec(ctx, u, sess.ID, cell, ExecEvents{}); err != nil {
+		t.Fatal(err)
+	}
+	before := wc.n.Load()
+	e, err := svc.Exec(ctx, u, sess.ID, cell, ExecEvents{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := wc.n.Load() - before; n != 2 {
+		t.Errorf("a warm cell made %d store writes, want 2", n)
+	}
+	got, err := st.Execution(ctx, u.ID, e.ID)
+	if err != nil || got.Status != string(kiln.StatusOK) || got.Result == nil {
+		t.Fatalf("execution in the store: %+v, %v; want it finished ok with its result", got, err)
+	}
+	audit, _, err := st.ListAudit(ctx, store.AuditFilter{SessionID: sess.ID}, store.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, a := range audit {
+		found = found || (a.Action == "execution" && a.ExecutionID == e.ID && a.Outcome == "ok")
+	}
+	if !found {
+		t.Errorf("no audit row for execution %s in %+v", e.ID, audit)
+	}
+	cpu, err := st.CPU(ctx, u.ID, time.Now().UTC().Format(time.DateOnly))
+	if err != nil || cpu <= 0 {
+		t.Errorf("cpu usage recorded %v, %v; want the cells' CPU time", cpu, err)
+	}
+}
