@@ -265,13 +265,19 @@ func build(ctx context.Context, ex Execer, j *job, in *inputs, p Program) (res R
 func compile(ctx context.Context, ex Execer, j *job, p Program) (res Result, ok bool, err error) {
 	b := j.tc.build(j)
 	log := &boundedBuffer{max: maxCompileLog}
+	// A compiler may write one message in several writes to one stream
+	// while the other stream writes too (php -l): lines go into the log
+	// whole, so a message is never cut by the other stream's output.
+	stdout, stderr := &lineWriter{w: log}, &lineWriter{w: log}
 	info, err := ex.Exec(ctx, protocol.Exec{
 		Argv:        b.argv,
 		Env:         b.env,
 		Dir:         j.execDir(),
 		TimeoutMs:   p.Timeout.Milliseconds(),
 		OutputBytes: p.OutputBytes,
-	}, log, log)
+	}, stdout, stderr)
+	stdout.Flush()
+	stderr.Flush()
 	if err != nil {
 		return Result{}, false, sandboxErr(ctx, err, "compile %s", j.shown())
 	}
@@ -470,6 +476,39 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 		b.buf.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// lineWriter passes whole lines on to w, keeping a partial line until its
+// end arrives or Flush. Each stream of a process gets its own.
+type lineWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	partial []byte
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	if i := bytes.LastIndexByte(l.partial, '\n'); i >= 0 {
+		l.w.Write(l.partial[:i+1])
+		l.partial = append(l.partial[:0], l.partial[i+1:]...)
+	}
+	if len(l.partial) > maxCompileLog {
+		l.w.Write(l.partial)
+		l.partial = l.partial[:0]
+	}
+	return len(p), nil
+}
+
+// Flush passes on a last line with no newline.
+func (l *lineWriter) Flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.partial) > 0 {
+		l.w.Write(l.partial)
+		l.partial = nil
+	}
 }
 
 func (b *boundedBuffer) String() string {
