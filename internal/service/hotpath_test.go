@@ -106,3 +106,72 @@ func TestWarmCellWritesTwice(t *testing.T) {
 		t.Errorf("cpu usage recorded %v, %v; want the cells' CPU time", cpu, err)
 	}
 }
+
+// readCounter counts the store reads of authentication.
+type readCounter struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (r *readCounter) User(ctx context.Context, id string) (kiln.User, error) {
+	r.n.Add(1)
+	return r.Store.User(ctx, id)
+}
+
+func (r *readCounter) APIKeyByHash(ctx context.Context, hash string) (store.APIKey, error) {
+	r.n.Add(1)
+	return r.Store.APIKeyByHash(ctx, hash)
+}
+
+// TestAuthenticateReadsOnlyTheKey checks that a known key costs one store
+// read (the key; its user is cached), and that a revocation made by
+// another process on the same database takes effect at the next request.
+func TestAuthenticateReadsOnlyTheKey(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "kiln.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rc := &readCounter{Store: st}
+	log := slog.New(slog.DiscardHandler)
+	eng := engine.New(unboxed.New(t.TempDir()), log)
+	svc, err := New(ctx, Config{DataDir: dir, PoolSize: -1, Workspaces: workspace.Plain}, rc, eng, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(context.Background())
+	admin := kiln.User{Name: "root", Admin: true}
+	if err := st.CreateUser(ctx, &admin); err != nil {
+		t.Fatal(err)
+	}
+	k, err := svc.CreateKey(ctx, admin, admin.ID, "k", KeyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := svc.Authenticate(ctx, k.Secret()); err != nil {
+		t.Fatal(err)
+	}
+	before := rc.n.Load()
+	u, _, err := svc.Authenticate(ctx, k.Secret())
+	if err != nil || u.ID != admin.ID {
+		t.Fatalf("Authenticate = %+v, %v; want the admin", u, err)
+	}
+	if n := rc.n.Load() - before; n != 1 {
+		t.Errorf("authenticating a known key made %d store reads, want 1", n)
+	}
+	// Another process: its own store connection and service on the same
+	// database file.
+	st2, err := sqlite.Open(ctx, filepath.Join(dir, "kiln.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	if err := st2.RevokeAPIKey(ctx, admin.ID, k.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := svc.Authenticate(ctx, k.Secret()); kiln.KindOf(err) != kiln.Unauthenticated {
+		t.Errorf("a key revoked by another process still authenticates: %v", err)
+	}
+}

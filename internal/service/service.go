@@ -131,6 +131,7 @@ type Service struct {
 	queue *queue
 	pool  *pool
 	runs  *runPool
+	users userCache // for Authenticate (users.go)
 	cpu   *cpuBudget
 
 	batches batchRunner // batches.go

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -41,7 +42,7 @@ func (s *Service) Authenticate(ctx context.Context, key string) (kiln.User, stor
 		return kiln.User{}, store.APIKey{}, kiln.Errorf(kiln.Unauthenticated,
 			"this API key (%s...) expired at %s; ask for a new one", k.Prefix, k.Expires.UTC().Format(time.RFC3339))
 	}
-	u, err := s.store.User(ctx, k.UserID)
+	u, err := s.users.get(ctx, s.store, k.UserID)
 	if err != nil {
 		return kiln.User{}, store.APIKey{}, err
 	}
@@ -53,6 +54,39 @@ func (s *Service) Authenticate(ctx context.Context, key string) (kiln.User, stor
 		}
 	}
 	return u, k, nil
+}
+
+// userCache keeps users by id for Authenticate, which then reads only the
+// key from the store: one read per request instead of two. A user never
+// changes once made (the store has no update or delete of users), so a
+// cached one is never stale. The key itself is read every time, so that a
+// revocation takes effect at once, also when another process revoked it.
+type userCache struct {
+	mu sync.Mutex
+	m  map[string]kiln.User
+}
+
+// maxCachedUsers bounds the cache; past it, it starts again empty.
+const maxCachedUsers = 10000
+
+func (c *userCache) get(ctx context.Context, st store.Users, id string) (kiln.User, error) {
+	c.mu.Lock()
+	u, ok := c.m[id]
+	c.mu.Unlock()
+	if ok {
+		return u, nil
+	}
+	u, err := st.User(ctx, id)
+	if err != nil {
+		return u, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedUsers {
+		c.m = map[string]kiln.User{}
+	}
+	c.m[id] = u
+	c.mu.Unlock()
+	return u, nil
 }
 
 // Bootstrap makes the first admin and its key when the store has no user
