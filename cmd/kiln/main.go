@@ -66,7 +66,7 @@ Usage:
   kiln languages                         every language, its runtime and version
   kiln doctor                            what this host supports and lacks
   kiln bench [flags]                     measure sandbox overhead and throughput
-  kiln serve [flags]                     the HTTP API service (no web UI yet)
+  kiln serve [flags]                     the HTTP API, MCP and the web notebook at /
   kiln mcp [--server URL --key KEY]      kiln's tools for an MCP host, on stdio
   kiln admin key [flags]                 a new admin API key, made on the server's host
   kiln session create|ls|get|rm ...      sessions on a kiln server (remote)

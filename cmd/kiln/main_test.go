@@ -198,9 +198,9 @@ func TestHelp(t *testing.T) {
 				t.Errorf("kiln %s: usage lacks %q:\n%s", arg, want, r.stdout)
 			}
 		}
-		// kiln serve serves the API only, until the notebook exists.
-		if strings.Contains(r.stdout, "and web UI") {
-			t.Errorf("kiln %s: usage says kiln serve serves a web UI; it does not:\n%s", arg, r.stdout)
+		// kiln serve serves the notebook (web/), which the usage names.
+		if !strings.Contains(r.stdout, "web notebook") {
+			t.Errorf("kiln %s: usage does not say that kiln serve serves the web notebook:\n%s", arg, r.stdout)
 		}
 		golden(t, "usage/help", r.stdout)
 	}
