@@ -68,6 +68,7 @@ Usage:
   kiln bench [flags]                     measure sandbox overhead and throughput
   kiln serve [flags]                     the HTTP API, MCP and the web notebook at /
   kiln mcp [--server URL --key KEY]      kiln's tools for an MCP host, on stdio
+  kiln batch [--server URL] FILE.jsonl   run and judge a batch of programs (results as JSON lines)
   kiln admin key [flags]                 a new admin API key, made on the server's host
   kiln session create|ls|get|rm ...      sessions on a kiln server (remote)
   kiln exec [flags] SESSION [CODE|-]     run a cell in a remote session
@@ -99,6 +100,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return serveCmd(ctx, args[1:], stdout, stderr)
 	case "mcp":
 		return mcpCmd(ctx, args[1:], stdout, stderr)
+	case "batch":
+		return batchCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "admin":
 		return adminCmd(ctx, args[1:], stdout, stderr)
 	case "session":

@@ -157,7 +157,10 @@ func Judge(c Check, res kiln.CellResult) Verdict {
 		// A failed assertion of the test program is a wrong answer; any
 		// other failure is the program's own.
 		if c.Test != "" && res.Error != nil && res.Error.Name == "AssertionError" {
-			return fail(WrongAnswer, "assertion failed: "+firstLine(res.Error.Message))
+			if m := firstLine(res.Error.Message); m != "" {
+				return fail(WrongAnswer, "assertion failed: "+m)
+			}
+			return fail(WrongAnswer, "assertion failed")
 		}
 		// A program that exits with another status than the one asked
 		// for answered wrongly; a crash when success was expected is a
