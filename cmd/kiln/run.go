@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/backend/native"
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -56,6 +57,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		cpus           float64
 		files          fileFlags
 		buildOpts      fileFlags
+		mounts         fileFlags
 		lim            kiln.Limits
 		stats, asJSON  bool
 	)
@@ -65,6 +67,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	addLimitFlags(fs, &lim, &cpus)
 	fs.Var(&files, "file", "copy a local file into the workspace: LOCAL[:DEST] (repeatable); a relative LOCAL keeps its path")
 	fs.Var(&files, "f", "short for --file")
+	fs.Var(&mounts, "mount", "show a local folder read-only in the sandbox: DIR[:DEST], DEST /project or below /mnt or /project (default /mnt/<DIR's name>; repeatable): import a project's code and run its tests, writing nothing back")
 	fs.Var(&buildOpts, "build-opt", "compiled languages: compiler and linker flags, such as -O2, -std=c++17 or -lcrypto, split at spaces (repeatable), checked against an allowlist per compiler (a refused flag is named with what is allowed)")
 	fs.BoolVar(&asJSON, "json", false, "run as the API's one-shot run (POST /v1/run) does, as one cell, and print its result as JSON: stdout, stderr, rich outputs (display(), plots), error, usage, artifacts")
 	fs.BoolVar(&stats, "stats", false, "print the exit status, wall and CPU time and peak memory on stderr; the build's apart, with its warnings")
@@ -104,10 +107,31 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if r.Files, err = readFiles(files); err != nil {
 		return err
 	}
+	if r.Mounts, err = parseMounts(mounts); err != nil {
+		return err
+	}
 	if asJSON {
 		return runJSON(ctx, r, stdout, stderr)
 	}
 	return runProgram(ctx, r, stats, stdout, stderr)
+}
+
+// parseMounts resolves --mount DIR[:DEST] flags: DIR to its real path (the
+// local caller may mount any folder it can read).
+func parseMounts(flags []string) ([]backend.Mount, error) {
+	var out []backend.Mount
+	for _, f := range flags {
+		dir, dest := f, ""
+		if i := strings.LastIndex(f, ":/"); i > 0 {
+			dir, dest = f[:i], f[i+1:]
+		}
+		real, err := native.ResolveMount(nil, dir)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, backend.Mount{Source: real, Target: dest})
+	}
+	return out, nil
 }
 
 // runJSON is `kiln run --json`: the run goes the way of the API's

@@ -609,3 +609,39 @@ func TestRunStats(t *testing.T) {
 		})
 	}
 }
+
+// TestRunMount: --mount shows a local folder read-only: a program imports
+// the project's code from it and cannot write into it.
+func TestRunMount(t *testing.T) {
+	needRoot(t)
+	dir := workdir(t, map[string]string{
+		"check.py": "import sys\nsys.path.insert(0, '/project')\nimport lib\nprint(lib.VALUE)\n" +
+			"try:\n    open('/project/new.txt', 'w')\nexcept OSError as e:\n    print('refused', e.errno)\n",
+	})
+	proj := filepath.Join(dir, "proj")
+	if err := os.Mkdir(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "lib.py"), []byte("VALUE = 42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The sandbox's user reads the folder as others do.
+	for d := dir; d != "/"; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o005 != 0o005 {
+			if err := os.Chmod(d, fi.Mode().Perm()|0o005); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := execKiln(t, invocation{dir: dir}, "run", "--mount", "proj:/project", "check.py")
+	if r.code != 0 || r.stdout != "42\nrefused 30\n" {
+		t.Errorf("kiln run --mount proj:/project check.py: exit %d, stdout %q, stderr %q; want 42 and a write refused with EROFS (30)", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(proj, "new.txt")); err == nil {
+		t.Errorf("a file was written through the mount")
+	}
+	r = execKiln(t, invocation{dir: dir}, "run", "--mount", "proj:/etc", "check.py")
+	if r.code == 0 || !strings.Contains(r.stderr, "/etc") || !strings.Contains(r.stderr, "/project") {
+		t.Errorf("--mount proj:/etc: exit %d, stderr %q; want an error naming the target and what is allowed", r.code, r.stderr)
+	}
+}

@@ -109,6 +109,9 @@ type Run struct {
 	// BuildOptions are a compiled language's compiler and linker flags
 	// (CellRequest.BuildOptions).
 	BuildOptions []string
+	// Mounts are host folders shown read-only in the sandbox
+	// (SessionSpec.Mounts).
+	Mounts []backend.Mount
 }
 
 // ProgramName is the workspace file that holds the code of language l.
@@ -123,7 +126,7 @@ func (e *Engine) Run(ctx context.Context, r Run, stdout, stderr io.Writer) (kiln
 		return kiln.Exit{}, err
 	}
 	lim := r.Limits.WithDefaults()
-	sb, err := e.create(ctx, backend.Spec{Limits: r.Limits, Env: l.Env})
+	sb, err := e.create(ctx, backend.Spec{Limits: r.Limits, Env: l.Env, Mounts: r.Mounts})
 	if err != nil {
 		return kiln.Exit{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
 )
@@ -15,6 +16,7 @@ type PreparedRun struct {
 	files  []File
 	limits kiln.Limits
 	cell   CheckedCell
+	mounts []backend.Mount
 }
 
 // PrepareRun checks a one-shot run of any language, REPL or program: its
@@ -61,7 +63,7 @@ func PrepareRun(r Run, b kiln.CellBounds) (PreparedRun, error) {
 		r.Files = append(r.Files, File{Path: r.Name, Data: []byte(r.Code), Mode: 0o644})
 		cell.req.Code, cell.req.Entry = "", path.Clean(r.Name)
 	}
-	return PreparedRun{files: r.Files, limits: r.Limits, cell: cell}, nil
+	return PreparedRun{files: r.Files, limits: r.Limits, cell: cell, mounts: r.Mounts}, nil
 }
 
 // WithLimits is p with its sandbox's limits replaced (the service's caps
@@ -91,7 +93,7 @@ func (e *Engine) RunCell(ctx context.Context, r Run, ev Events) (kiln.CellResult
 // with the session and the result before the sandbox goes: to copy out
 // the artifacts.
 func (e *Engine) RunPrepared(ctx context.Context, p PreparedRun, ev Events, then func(*Session, kiln.CellResult) error) (kiln.CellResult, error) {
-	s, err := e.NewSession(ctx, SessionSpec{Limits: p.limits})
+	s, err := e.NewSession(ctx, SessionSpec{Limits: p.limits, Mounts: p.mounts})
 	if err != nil {
 		return kiln.CellResult{}, err
 	}

@@ -26,6 +26,9 @@ type SessionSpec struct {
 	// service keeps workspaces outside the sandbox so they outlive it);
 	// else the workspace is a tmpfs that dies with the sandbox.
 	HostDir string
+	// Mounts are host folders shown read-only in the sandbox (project
+	// code), resolved and allowed by the caller (native.ResolveMount).
+	Mounts []backend.Mount
 }
 
 // Session is one long-lived sandbox with one workspace, in which cells run
@@ -70,7 +73,7 @@ func (e *Engine) NewSession(ctx context.Context, spec SessionSpec) (*Session, er
 	if err := spec.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	sb, err := e.create(ctx, backend.Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir})
+	sb, err := e.create(ctx, backend.Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir, Mounts: spec.Mounts})
 	if err != nil {
 		return nil, err
 	}

@@ -76,3 +76,8 @@ func ProbeHost() *Probe {
 
 // Verdict answers that sandboxes need Linux.
 func (p *Probe) Verdict() error { return NeedsLinux(runtime.GOOS) }
+
+// ResolveMount answers that sandboxes need Linux.
+func ResolveMount(roots []string, source string) (string, error) {
+	return "", NeedsLinux(runtime.GOOS)
+}
