@@ -38,10 +38,14 @@ func Run(t *testing.T, b engine.Backend) {
 	t.Run("LimitsReported", func(t *testing.T) { testLimits(t, b) })
 	t.Run("KernelCPUReported", func(t *testing.T) { testKernelCPU(t, b) })
 	t.Run("DestroyAndList", func(t *testing.T) { testDestroy(t, b) })
+	// The attack classes hold only where the backend claims isolation; a
+	// backend that claims none (the test backend) has its own test that
+	// every attack succeeds against it, so none passes by accident.
+	if !b.Capabilities().Isolation {
+		t.Logf("the %s backend claims no isolation: the security half does not apply", b.Capabilities().Name)
+		return
+	}
 	t.Run("Security", func(t *testing.T) {
-		if !b.Capabilities().Isolation {
-			t.Skipf("the %s backend claims no isolation", b.Capabilities().Name)
-		}
 		for _, a := range Attacks {
 			t.Run(a.Name, func(t *testing.T) {
 				_, c := Sandbox(t, b, backend.Spec{})
