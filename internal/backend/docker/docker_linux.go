@@ -1,0 +1,292 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/kiln-dev/kiln/internal/agent"
+	"github.com/kiln-dev/kiln/internal/agentclient"
+	"github.com/kiln-dev/kiln/internal/backend"
+	"github.com/kiln-dev/kiln/internal/kiln"
+)
+
+// Labels on everything the backend makes; List and reaping look for them
+// and touch nothing else on the engine.
+const (
+	labelBackend = "dev.kiln.backend"
+	labelSandbox = "dev.kiln.sandbox"
+)
+
+// Backend makes sandboxes as containers of one image.
+type Backend struct {
+	cli   *client.Client
+	image string // empty until SetImage or BuildImage
+	mu    sync.Mutex
+	conns map[string]*agentclient.Client
+}
+
+// New connects to the engine named by the environment (DOCKER_HOST, else
+// its default socket) and checks that it answers.
+func New(ctx context.Context) (*Backend, error) {
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot make a Docker client")
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		cli.Close()
+		return nil, kiln.Wrap(kiln.SandboxError, err, "no Docker engine answers (is dockerd running, and is its socket reachable?)")
+	}
+	return &Backend{cli: cli, conns: map[string]*agentclient.Client{}}, nil
+}
+
+// SetImage chooses the environment image of new sandboxes.
+func (b *Backend) SetImage(ref string) { b.image = ref }
+
+// Close closes the engine's client.
+func (b *Backend) Close() error { return b.cli.Close() }
+
+// CreateSandbox creates and starts a container, attaches to its agent and
+// returns once the agent answers.
+func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backend.Sandbox, err error) {
+	if b.image == "" {
+		return backend.Sandbox{}, kiln.Errorf(kiln.SandboxError, "the Docker backend has no image: run kiln image build")
+	}
+	if err := spec.Limits.Validate(); err != nil {
+		return backend.Sandbox{}, err
+	}
+	lim := spec.Limits.WithDefaults()
+	id := newID()
+	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), spec.Env...)})
+	ws := mount.Mount{Type: mount.TypeVolume, Target: "/workspace",
+		VolumeOptions: &mount.VolumeOptions{Labels: map[string]string{labelBackend: "docker", labelSandbox: id}}}
+	if spec.HostDir != "" {
+		// The service's workspace outlives the container; the container's
+		// user must own it (the directory only: its files were made by the
+		// same uid).
+		if err := os.Lchown(spec.HostDir, UID, UID); err != nil {
+			return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot give the workspace to the sandbox's user")
+		}
+		ws = mount.Mount{Type: mount.TypeBind, Source: spec.HostDir, Target: "/workspace"}
+	}
+	pids := lim.Pids + 8 // the agent's own threads
+	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:  "kiln-" + id,
+		Image: b.image,
+		Config: &container.Config{
+			Cmd:          []string{AgentArg, string(cfg)},
+			User:         fmt.Sprintf("%d:%d", UID, UID),
+			WorkingDir:   "/workspace",
+			Hostname:     "kiln",
+			Env:          []string{},
+			OpenStdin:    true,
+			StdinOnce:    true,
+			AttachStdin:  true,
+			AttachStdout: true,
+			AttachStderr: true,
+			Labels:       map[string]string{labelBackend: "docker", labelSandbox: id},
+		},
+		HostConfig: &container.HostConfig{
+			NetworkMode:    "none",
+			ReadonlyRootfs: true,
+			CapDrop:        []string{"ALL"},
+			SecurityOpt:    []string{"no-new-privileges"},
+			Tmpfs: map[string]string{
+				"/tmp":     fmt.Sprintf("rw,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", lim.TmpBytes, lim.Inodes),
+				"/dev/shm": fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d", lim.TmpBytes),
+			},
+			Mounts: []mount.Mount{
+				{Type: mount.TypeBind, Source: "/usr", Target: "/usr", ReadOnly: true},
+				ws,
+			},
+			Resources: container.Resources{
+				Memory:     lim.MemoryBytes,
+				MemorySwap: lim.MemoryBytes, // swap off
+				PidsLimit:  &pids,
+				NanoCPUs:   lim.CPUMillis * 1_000_000,
+			},
+		},
+	})
+	if err != nil {
+		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot create the container")
+	}
+	defer func() {
+		if err != nil {
+			b.remove(context.Background(), created.ID)
+		}
+	}()
+	att, err := b.cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot attach to the container")
+	}
+	conn := newAttachConn(att.HijackedResponse)
+	if _, err := b.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		conn.Close()
+		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot start the container")
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := agentclient.Dial(dctx, conn)
+	if err != nil {
+		conn.Close()
+		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, fmt.Errorf("%w; agent said: %s", err, conn.stderr()), "the agent failed to start")
+	}
+	b.mu.Lock()
+	b.conns[id] = c
+	b.mu.Unlock()
+	return backend.Sandbox{ID: id}, nil
+}
+
+// baseEnv is native.BaseEnv: the same paths inside.
+func baseEnv() []string {
+	return []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin",
+		"HOME=/workspace",
+		"USER=user",
+		"LOGNAME=user",
+		"LANG=C.UTF-8",
+		"LC_ALL=C.UTF-8",
+		"TMPDIR=/tmp",
+		"XDG_CACHE_HOME=/tmp/.cache",
+		"TERM=dumb",
+		"SHELL=/bin/bash",
+	}
+}
+
+// Connect returns the client of the sandbox's agent. The attach stream is
+// the agent's stdin, which closes for good with the first client, so a
+// sandbox has one connection, made by CreateSandbox.
+func (b *Backend) Connect(ctx context.Context, id string) (*agentclient.Client, error) {
+	b.mu.Lock()
+	c := b.conns[id]
+	b.mu.Unlock()
+	if c == nil {
+		return nil, kiln.Errorf(kiln.NotFound, "no sandbox %q", id)
+	}
+	return c, nil
+}
+
+// DestroySandbox removes the container with its workspace volume (a
+// HostDir workspace stays); one that is gone is not an error.
+func (b *Backend) DestroySandbox(ctx context.Context, id string) error {
+	b.mu.Lock()
+	c := b.conns[id]
+	delete(b.conns, id)
+	b.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+	return b.remove(ctx, "kiln-"+id)
+}
+
+func (b *Backend) remove(ctx context.Context, name string) error {
+	_, err := b.cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return kiln.Wrap(kiln.SandboxError, err, "cannot remove the container")
+	}
+	return nil
+}
+
+// List returns the sandboxes whose containers exist, found by label, also
+// those of a kiln that crashed.
+func (b *Backend) List(ctx context.Context) ([]string, error) {
+	res, err := b.cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+		Filters: make(client.Filters).Add("label", labelBackend+"=docker")})
+	if err != nil {
+		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot list containers")
+	}
+	var ids []string
+	for _, c := range res.Items {
+		if id := c.Labels[labelSandbox]; id != "" {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Capabilities: isolation by the container. Limits are enforced by the
+// container's cgroup but not yet reported per execution (the agent runs
+// in container mode without cgroup handles), so Limits is false.
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{Name: "docker", Isolation: true}
+}
+
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// attachConn is the attach stream as the agent client's connection:
+// writes go to the agent's stdin, reads come from its stdout, demultiplexed
+// from the engine's framing; its stderr is kept for error messages.
+type attachConn struct {
+	hj     client.HijackedResponse
+	out    *io.PipeReader
+	errBuf limitedBuffer
+}
+
+func newAttachConn(hj client.HijackedResponse) *attachConn {
+	pr, pw := io.Pipe()
+	a := &attachConn{hj: hj, out: pr}
+	go func() {
+		_, err := stdcopy.StdCopy(pw, &a.errBuf, hj.Reader)
+		if err == nil {
+			err = io.EOF
+		}
+		pw.CloseWithError(err)
+	}()
+	return a
+}
+
+func (a *attachConn) Read(p []byte) (int, error)  { return a.out.Read(p) }
+func (a *attachConn) Write(p []byte) (int, error) { return a.hj.Conn.Write(p) }
+
+// Close ends the agent's stdin, which is how it learns to stop, then the
+// stream.
+func (a *attachConn) Close() error {
+	if cw, ok := a.hj.Conn.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	a.out.Close()
+	return a.hj.Conn.Close()
+}
+
+func (a *attachConn) stderr() string { return a.errBuf.String() }
+
+// limitedBuffer keeps the first 8 KiB written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := 8<<10 - len(l.buf); room > 0 {
+		l.buf = append(l.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (l *limitedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
+}

@@ -1,0 +1,36 @@
+//go:build !linux
+
+package docker
+
+import (
+	"context"
+
+	"github.com/kiln-dev/kiln/internal/agentclient"
+	"github.com/kiln-dev/kiln/internal/backend"
+	"github.com/kiln-dev/kiln/internal/kiln"
+)
+
+// Backend off Linux: the agent in the container is a Linux binary.
+type Backend struct{}
+
+func needsLinux() error {
+	return kiln.Errorf(kiln.Unsupported, "the Docker backend runs only on Linux")
+}
+
+func New(context.Context) (*Backend, error) { return nil, needsLinux() }
+func (b *Backend) SetImage(string)          {}
+func (b *Backend) Close() error             { return nil }
+func (b *Backend) BuildImage(context.Context, string) (string, bool, error) {
+	return "", false, needsLinux()
+}
+func (b *Backend) CreateSandbox(context.Context, backend.Spec) (backend.Sandbox, error) {
+	return backend.Sandbox{}, needsLinux()
+}
+func (b *Backend) Connect(context.Context, string) (*agentclient.Client, error) {
+	return nil, needsLinux()
+}
+func (b *Backend) DestroySandbox(context.Context, string) error { return needsLinux() }
+func (b *Backend) List(context.Context) ([]string, error)       { return nil, needsLinux() }
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{Name: "docker"}
+}
