@@ -1,0 +1,138 @@
+package service
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/batch"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
+)
+
+// genItem is a generated program with the verdict it must get.
+type genItem struct {
+	batch.Item
+	passed bool
+	reason batch.Reason
+}
+
+// generatedBatch writes a few hundred programs the way a model might:
+// mostly Python and JavaScript (cheap to start), a few compiled ones
+// (a build per item is slow on a small machine), with right and wrong
+// answers, crashes, compile errors, timeouts and a memory hog.
+func generatedBatch() []genItem {
+	var out []genItem
+	add := func(it batch.Item, passed bool, reason batch.Reason) {
+		it.ID = fmt.Sprintf("%s-%d", it.Language, len(out))
+		out = append(out, genItem{Item: it, passed: passed, reason: reason})
+	}
+	stdout := func(s string) batch.Check { return batch.Check{Stdout: &s} }
+	short := kiln.Limits{Timeout: 2 * time.Second}
+	for i := range 150 {
+		a, b := i, 2*i+1
+		want := fmt.Sprintf("%d\n", a+b)
+		switch i % 6 {
+		case 0, 1:
+			add(batch.Item{Language: "python", Code: fmt.Sprintf("a, b = %d, %d\nprint(a + b)", a, b), Check: stdout(want)}, true, "")
+		case 2:
+			add(batch.Item{Language: "python", Code: fmt.Sprintf("print(%d + %d + 1)", a, b), Check: stdout(want)}, false, batch.WrongAnswer)
+		case 3:
+			add(batch.Item{Language: "python", Code: "def add(a, b):\n    return a + b\n",
+				Check: batch.Check{Test: fmt.Sprintf("assert add(%d, %d) == %d", a, b, a+b)}}, true, "")
+		case 4:
+			add(batch.Item{Language: "python", Code: "def add(a, b):\n    return a * b\n",
+				Check: batch.Check{Test: fmt.Sprintf("assert add(%d, %d) == %d", a+2, b+2, a+b+4)}}, false, batch.WrongAnswer)
+		case 5:
+			if i%12 == 5 {
+				add(batch.Item{Language: "python", Code: fmt.Sprintf("xs = [%d]\nprint(xs[3])", a), Check: stdout(want)}, false, batch.RuntimeError)
+			} else {
+				add(batch.Item{Language: "python", Code: fmt.Sprintf("# %d\ndef f(:\n  pass", i), Check: stdout(want)}, false, batch.CompileError)
+			}
+		}
+	}
+	for i := range 110 {
+		a, b := i, 3*i
+		want := fmt.Sprintf("%d\n", a*b)
+		switch i % 5 {
+		case 0, 1:
+			add(batch.Item{Language: "javascript", Code: fmt.Sprintf("const [a, b] = [%d, %d];\nconsole.log(a * b);", a, b), Check: stdout(want)}, true, "")
+		case 2:
+			add(batch.Item{Language: "javascript", Code: fmt.Sprintf("console.log(%d * %d + 1)", a, b), Check: stdout(want)}, false, batch.WrongAnswer)
+		case 3:
+			add(batch.Item{Language: "javascript", Code: "function mul(a, b) { return a * b }",
+				Check: batch.Check{Test: fmt.Sprintf("const assert = require('assert');\nassert.strictEqual(mul(%d, %d), %d);", a, b, a*b)}}, true, "")
+		case 4:
+			add(batch.Item{Language: "javascript", Code: "function mul(a, b) { return undefinedThing(a, b) }",
+				Check: batch.Check{Test: fmt.Sprintf("const assert = require('assert');\nassert.strictEqual(mul(%d, %d), %d);", a, b, a*b)}}, false, batch.RuntimeError)
+		}
+	}
+	// Timeouts and a memory hog.
+	for i := range 3 {
+		add(batch.Item{Language: "python", Code: fmt.Sprintf("i = %d\nwhile True:\n    i += 1", i), Limits: short, Check: stdout("")}, false, batch.Timeout)
+	}
+	add(batch.Item{Language: "javascript", Code: "for (;;) {}", Limits: short, Check: stdout("")}, false, batch.Timeout)
+	add(batch.Item{Language: "python", Code: "x = bytearray(512 << 20)\nprint(len(x))", Limits: kiln.Limits{MemoryBytes: 128 * kiln.MiB}, Check: stdout("")}, false, batch.Memory)
+
+	// Compiled languages, few of each.
+	for i := range 3 {
+		want := fmt.Sprintf("%d\n", i*i)
+		add(batch.Item{Language: "cpp", Code: fmt.Sprintf("#include <iostream>\nint main() { int n = %d; std::cout << n * n << \"\\n\"; }\n", i), Check: stdout(want)}, true, "")
+	}
+	add(batch.Item{Language: "cpp", Code: "#include <iostream>\nint main() { std::cout << 5 << \"\\n\"; }\n", Check: stdout("4\n")}, false, batch.WrongAnswer)
+	add(batch.Item{Language: "cpp", Code: "#include <cstdlib>\nint main() { std::abort(); }\n", Check: stdout("")}, false, batch.RuntimeError)
+	add(batch.Item{Language: "cpp", Code: "int main() { return x }\n", Check: stdout("")}, false, batch.CompileError)
+	add(batch.Item{Language: "java", Code: "class Main { public static void main(String[] a) { System.out.println(7 * 6); } }\n", Check: stdout("42\n")}, true, "")
+	add(batch.Item{Language: "java", Code: "class Main { public static void main(String[] a) { System.exit(3); } }\n", Check: batch.Check{ExitCode: ptrInt(3)}}, true, "")
+	add(batch.Item{Language: "java", Code: "class Main { public static void main(String[] a) { int[] x = new int[1]; x[2] = 1; } }\n", Check: stdout("")}, false, batch.RuntimeError)
+	add(batch.Item{Language: "go", Code: "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(6 * 7) }\n", Check: stdout("42\n")}, true, "")
+	add(batch.Item{Language: "go", Code: "package main\n\nfunc main() { panic(\"boom\") }\n", Check: stdout("")}, false, batch.RuntimeError)
+	add(batch.Item{Language: "go", Code: "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(41) }\n", Check: stdout("42\n")}, false, batch.WrongAnswer)
+	add(batch.Item{Language: "rust", Code: "fn main() { println!(\"{}\", 6 * 7); }\n", Check: stdout("42\n")}, true, "")
+	add(batch.Item{Language: "rust", Code: "fn main() { let v: Vec<i32> = vec![]; println!(\"{}\", v[1]); }\n", Check: stdout("")}, false, batch.RuntimeError)
+	add(batch.Item{Language: "rust", Code: "fn main() { let x: i32 = \"no\"; }\n", Check: stdout("")}, false, batch.CompileError)
+	return out
+}
+
+func ptrInt(n int) *int { return &n }
+
+// TestGeneratedBatchIsJudgedCorrectly runs a few hundred generated
+// programs in six languages through real sandboxes and checks every
+// verdict, then reruns it with the cache (every item marked cached, the
+// same verdicts).
+func TestGeneratedBatchIsJudgedCorrectly(t *testing.T) {
+	ts := newNativeService(t, Config{Workspaces: "tmpfs"})
+	for _, name := range []string{"python", "javascript", "cpp", "java", "go", "rust"} {
+		l, err := lang.Lookup(name)
+		if err != nil || l.Available() != nil {
+			t.Skipf("needs the %s runtime (scripts/deps installs it)", name)
+		}
+	}
+	u := ts.user(t, "judge", true)
+	gen := generatedBatch()
+	items := make([]batch.Item, len(gen))
+	for i, g := range gen {
+		items[i] = g.Item
+	}
+	for round, cached := range []bool{false, true} {
+		start := time.Now()
+		_, w, err := ts.CreateBatch(ctxT(t, 5*time.Minute), u, BatchRequest{Items: items, Cache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := collectBatch(t, w)
+		t.Logf("round %d: %d items in %v", round, len(got), time.Since(start).Round(time.Millisecond))
+		for i, g := range gen {
+			r, ok := got[i]
+			switch {
+			case !ok:
+				t.Errorf("%s: no result", g.ID)
+			case r.Passed != g.passed || r.Reason != g.reason:
+				t.Errorf("%s: passed=%v reason=%q (%s), want passed=%v reason=%q\ncode: %q\nstdout %q stderr %q",
+					g.ID, r.Passed, r.Reason, r.Detail, g.passed, g.reason, g.Code, r.Result.Stdout, r.Result.Stderr)
+			case r.Cached != cached:
+				t.Errorf("%s: cached=%v in round %d", g.ID, r.Cached, round)
+			}
+		}
+	}
+}
