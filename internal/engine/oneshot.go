@@ -97,6 +97,7 @@ func (e *Engine) RunPrepared(ctx context.Context, p PreparedRun, ev Events, then
 	if err != nil {
 		return kiln.CellResult{}, err
 	}
+	defer s.Close(context.Background())
 	return RunPreparedIn(ctx, s, p, ev, then)
 }
 
@@ -105,10 +106,9 @@ func (p PreparedRun) Language() string { return p.cell.req.Language }
 
 // RunPreparedIn runs p in s, a session made for it alone (a fresh one, or
 // one from the service's one-shot pool whose kernel has started with a
-// warm-up cell and run nothing else), and closes s afterwards: a one-shot
-// sandbox is never reused.
+// warm-up cell and run nothing else). The caller closes s afterwards, off
+// the answer's path if it likes: a one-shot sandbox is never reused.
 func RunPreparedIn(ctx context.Context, s *Session, p PreparedRun, ev Events, then func(*Session, kiln.CellResult) error) (kiln.CellResult, error) {
-	defer s.Close(context.Background())
 	for _, f := range p.files {
 		if err := s.Agent().WriteFile(ctx, f.Path, f.Data, f.Mode); err != nil {
 			return kiln.CellResult{}, fileError(f.Path, err)

@@ -56,10 +56,13 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 		return nil
 	}
 	var res kiln.CellResult
-	if sess := s.runs.take(p); sess != nil {
+	sess := s.runs.take(p)
+	if sess == nil { // as engine.RunPrepared
+		sess, err = s.engine.NewSession(ctx, engine.SessionSpec{Limits: p.Limits()})
+	}
+	if err == nil {
 		res, err = engine.RunPreparedIn(ctx, sess, p, engine.Events{}, then)
-	} else {
-		res, err = s.engine.RunPrepared(ctx, p, engine.Events{}, then)
+		s.closeLater(sess)
 	}
 	if err != nil {
 		if k := kiln.KindOf(err); k == kiln.SandboxError || k == kiln.Internal {
@@ -73,6 +76,17 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "run", CodeHash: store.HashCode(r.Code), Outcome: string(res.Status),
 		Detail: jsonDetail(map[string]any{"language": res.Language})})
 	return out, nil
+}
+
+// closeLater destroys a one-shot run's sandbox after the answer has gone:
+// its teardown (killing its processes, removing its cgroups and mounts)
+// is not the caller's to wait for. Close waits for it.
+func (s *Service) closeLater(sess *engine.Session) {
+	s.done.Add(1)
+	go func() {
+		defer s.done.Done()
+		sess.Close(context.Background())
+	}()
 }
 
 // collect reads the created and modified files, within the size bounds.
