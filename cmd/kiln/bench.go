@@ -70,7 +70,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *svc {
 		so := bench.ServiceOptions{Runs: o.Runs, Cells: o.Runs * 10, Throughput: o.Throughput, Concurrency: 8,
-			IdleSessions: 100, PoolSize: 4, Log: log}
+			IdleSessions: 100, PoolSize: 4, RunPoolSize: 4, Log: log}
 		vr, err := bench.Service(ctx, e, so, stderr)
 		if err != nil {
 			return err

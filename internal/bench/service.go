@@ -39,6 +39,7 @@ type ServiceOptions struct {
 	Concurrency  int // clients at once in the throughput measurement
 	IdleSessions int // sessions open at once in the memory measurement
 	PoolSize     int // the warm pool's size in the pooled-creation measurement
+	RunPoolSize  int // the one-shot pool's size per language; 0 skips its measurement
 	// Log receives the service's own log; nil discards it.
 	Log *slog.Logger
 }
@@ -61,6 +62,9 @@ type ServiceReport struct {
 
 	RunPerSec, EngineRunPerSec float64 // POST /v1/run; engine.RunCell (baseline)
 	QueueFull                  int     // 503 queue_full answers retried
+
+	RunFresh, RunFreshBare Stat           // POST /v1/run without a one-shot pool; bare python3 (baseline)
+	RunPool                *RunPoolReport // the one-shot pool's figures, if measured
 
 	// Host memory per idle Python session, in bytes.
 	Sandboxes    int   // sandboxes found for the open sessions
@@ -110,6 +114,10 @@ func Service(ctx context.Context, e *engine.Engine, o ServiceOptions, progress i
 		return nil, fmt.Errorf("run throughput: %w", err)
 	}
 	fmt.Fprintln(progress, "service: /v1/run throughput done")
+	if r.RunFresh, r.RunFreshBare, err = freshRuns(ctx, h, o.Runs); err != nil {
+		return nil, fmt.Errorf("fresh one-shot runs: %w", err)
+	}
+	fmt.Fprintln(progress, "service: /v1/run latency without a one-shot pool done")
 	if err := r.idleMemory(ctx, h, o.IdleSessions); err != nil {
 		return nil, fmt.Errorf("idle sessions: %w", err)
 	}
@@ -127,6 +135,20 @@ func Service(ctx context.Context, e *engine.Engine, o ServiceOptions, progress i
 		return nil, fmt.Errorf("pooled sessions: %w", err)
 	}
 	fmt.Fprintln(progress, "service: pooled session creation done")
+	if err := h.close(); err != nil || o.RunPoolSize < 1 {
+		return r, err
+	}
+
+	cfg.PoolSize, cfg.RunPoolSize = -1, o.RunPoolSize
+	if h, err = startService(ctx, e, cfg, o.Log); err != nil {
+		return nil, err
+	}
+	defer h.close()
+	h.runPool = o.RunPoolSize
+	if r.RunPool, err = r.runPool(ctx, h, o.Runs, o.Concurrency, o.Throughput); err != nil {
+		return nil, fmt.Errorf("one-shot pool: %w", err)
+	}
+	fmt.Fprintln(progress, "service: one-shot pool done")
 	return r, h.close()
 }
 
@@ -147,6 +169,9 @@ func (r *ServiceReport) Print(w io.Writer) {
 		fmt.Sprintf("/v1/run throughput at concurrency %d", o.Concurrency), r.RunPerSec, r.EngineRunPerSec, o.Throughput, r.QueueFull)
 	fmt.Fprintf(w, "  idle python session, %d open (%d sandboxes found): PSS %.1f MiB each, cgroup %.1f MiB each, MemAvailable drop %.1f MiB each\n",
 		o.IdleSessions, r.Sandboxes, mib(r.PSS), mib(r.Cgroup), mib(r.MemAvailable))
+	if r.RunPool != nil {
+		r.RunPool.Print(w, r.RunFresh, r.RunFreshBare, r.RunPerSec)
+	}
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
@@ -175,6 +200,8 @@ type harness struct {
 	user  *client.Client
 	hc    *http.Client
 	size  int // the pool's size
+	// runPool is the one-shot pool's size per language.
+	runPool int
 
 	closeOnce sync.Once
 	closeErr  error

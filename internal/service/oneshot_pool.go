@@ -94,3 +94,12 @@ func (s *Service) makeRunPooled(language string, lim kiln.Limits) (*pooled, erro
 
 // warmupCode is what a warm-up cell carries; the kernel does not run it.
 var warmupCode = map[string]string{"python": "pass", "javascript": ";"}
+
+// RunPoolReady is how many sandboxes of the language wait in the one-shot
+// pool, for kiln bench to wait (untimed) until the pool has refilled.
+func (s *Service) RunPoolReady(language string) int {
+	if p := s.runs.pools[language]; p != nil {
+		return len(p.ready)
+	}
+	return 0
+}
