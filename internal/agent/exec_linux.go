@@ -160,8 +160,12 @@ func (a *Agent) runExec(id uint64, req protocol.Exec, in *stdinQueue) {
 	})
 	st := <-s.done
 	timer.Stop()
-	if x.scope == protocol.KillGroup && (x.timedOut.Load() || x.canceled.Load() || x.truncate.Load()) {
+	stopped := x.timedOut.Load() || x.canceled.Load() || x.truncate.Load()
+	if x.scope == protocol.KillGroup && stopped {
 		a.killCell(x) // what it started, after the leader died
+	}
+	if stopped && !a.unisolated {
+		a.awaitGone(x)
 	}
 	waitGrace(&readers, drainGrace)
 	pipes.closeReadEnds()

@@ -151,3 +151,29 @@ func (a *Agent) killCell(x *execution) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// awaitGone waits, after a stop, until every process the exec started is
+// gone, zombies included (the reaper takes those), so that the exit the
+// client reads is never followed by one of the exec's processes still
+// showing on the host. A process with SIGKILL pending goes within a few
+// milliseconds even on a loaded machine; the wait is bounded all the same.
+func (a *Agent) awaitGone(x *execution) {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		keep := a.protected()
+		procs := processes()
+		left := false
+		for p, st := range procs {
+			if p != os.Getpid() && st.start >= x.since && !descends(p, procs, keep) {
+				left = true
+				if !st.zombie {
+					unix.Kill(p, unix.SIGKILL)
+				}
+			}
+		}
+		if !left {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
