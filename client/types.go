@@ -46,6 +46,17 @@ type SessionRequest struct {
 	// Network is the egress policy; only "none" exists today.
 	Network  string            `json:"network,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Mounts are server folders shown read-only in the session's sandbox
+	// (project code); only folders under the roots that the server's
+	// administrator allowed (kiln serve --mount-root) can be mounted.
+	Mounts []Mount `json:"mounts,omitempty"`
+}
+
+// Mount is a server folder (Source, absolute) shown read-only at Target:
+// /project, or below /mnt or /project; default /mnt/<the folder's name>.
+type Mount struct {
+	Source string `json:"source"`
+	Target string `json:"target,omitempty"`
 }
 
 // Session is a long-lived sandbox with its workspace and kernels.

@@ -72,6 +72,9 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.IntVar(&f.svc.QueueLength, "queue", sd.QueueLength, "cells and runs waiting at most; beyond, 503 at once")
 	fs.IntVar(&f.svc.UserQueueLength, "user-queue", 0, "cells and runs of one user waiting at most; beyond, 429 at once (default: a quarter of --queue)")
 	fs.Int64Var(&f.svc.MaxCodeBytes, "max-code", sd.MaxCodeBytes, "bytes of code per cell or one-shot run")
+	fs.Func("mount-root", "allow sessions to mount folders under this host `folder` read-only (repeatable; none: no mounts)", func(v string) error {
+		return addMountRoot(&f.svc.MountRoots, v)
+	})
 	fs.Float64Var(&f.http.RatePerSecond, "rate", hd.RatePerSecond, "requests per second per API key, and per user (all its keys)")
 	fs.IntVar(&f.http.RateBurst, "burst", hd.RateBurst, "request burst per API key, and per user")
 	fs.Float64Var(&f.http.AuthFailuresPerMinute, "auth-failures", hd.AuthFailuresPerMinute, "failed authentications a minute per client address; beyond, 429")
@@ -186,5 +189,25 @@ func listenAndServe(ctx context.Context, f *serveFlags, h *server.Server, log *s
 	stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	srv.Shutdown(stop)
+	return nil
+}
+
+// addMountRoot adds an administrator's mount root: an absolute folder,
+// kept as its real path so that sources are resolved beneath it.
+func addMountRoot(roots *[]string, v string) error {
+	if !filepath.IsAbs(v) {
+		return fmt.Errorf("%q is not an absolute path", v)
+	}
+	real, err := filepath.EvalSymlinks(v)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a folder", v)
+	}
+	if real == "/" {
+		return fmt.Errorf("/ cannot be a mount root: name the folders that hold project code")
+	}
+	*roots = append(*roots, real)
 	return nil
 }

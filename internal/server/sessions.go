@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/service"
 	"github.com/kiln-dev/kiln/internal/store"
@@ -24,7 +25,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c *call) 
 	}
 	rec, err := s.svc.CreateSession(r.Context(), c.user, service.SessionSpec{
 		Languages: req.Languages, Limits: toLimits(req.Limits), IdleTTL: time.Duration(req.IdleTTLSeconds) * time.Second,
-		Network: req.Network, Metadata: req.Metadata})
+		Network: req.Network, Metadata: req.Metadata, Mounts: mounts(req.Mounts)})
 	if err != nil {
 		return err
 	}
@@ -100,4 +101,13 @@ func (s *Server) restart(w http.ResponseWriter, r *http.Request, c *call) error 
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// mounts are a request's read-only mounts; the service checks them.
+func mounts(ms []client.Mount) []backend.Mount {
+	var out []backend.Mount
+	for _, m := range ms {
+		out = append(out, backend.Mount{Source: m.Source, Target: m.Target})
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
@@ -19,6 +20,7 @@ type live struct {
 
 	mu         sync.Mutex
 	sess       *engine.Session // nil until needed
+	mounts     []backend.Mount // the session's read-only mounts, for its next sandbox
 	notice     string          // told with the next cell, then cleared
 	busy       int             // running cells, open streams, file operations
 	cellsAhead int             // cells waiting for this session's running one
@@ -42,7 +44,7 @@ func (l *live) sandbox(ctx context.Context, eng *engine.Engine) (*engine.Session
 	if l.sess != nil {
 		return l.sess, nil
 	}
-	sess, err := eng.NewSession(ctx, engine.SessionSpec{Limits: l.rec.Limits, HostDir: l.path})
+	sess, err := eng.NewSession(ctx, engine.SessionSpec{Limits: l.rec.Limits, HostDir: l.path, Mounts: l.mounts})
 	if err != nil {
 		return nil, err
 	}

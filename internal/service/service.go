@@ -55,6 +55,11 @@ type Config struct {
 	MaxCodeBytes     int64 // a cell's code
 	MaxRunFileBytes  int64 // one file returned by a one-shot run
 	MaxRunFilesBytes int64 // all files returned by a one-shot run
+
+	// MountRoots are the host folders, set by the administrator (kiln
+	// serve --mount-root), under which a session may mount a folder
+	// read-only (SessionSpec.Mounts). None: no session may mount.
+	MountRoots []string
 }
 
 // DefaultConfig is the policy on the embedded defaults.

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
@@ -20,6 +21,10 @@ type SessionSpec struct {
 	IdleTTL   time.Duration // 0: the service's default
 	Network   string        // "" or "none"
 	Metadata  map[string]string
+	// Mounts are host folders under the administrator's MountRoots shown
+	// read-only in the sandbox (project code). A Target of "" is
+	// /mnt/<the folder's name>.
+	Mounts []backend.Mount
 }
 
 // Bounds on session metadata.
@@ -105,6 +110,11 @@ func (s *Service) CreateSession(ctx context.Context, u kiln.User, spec SessionSp
 	if err := s.checkSpec(u, &spec); err != nil {
 		return kiln.Session{}, err
 	}
+	mounts, err := s.resolveMounts(spec.Mounts)
+	if err != nil {
+		return kiln.Session{}, err
+	}
+	spec.Mounts = mounts
 	lim := spec.Limits.WithDefaults()
 	release, err := s.reserve(u.ID, lim.WorkspaceBytes)
 	if err != nil {
@@ -115,7 +125,8 @@ func (s *Service) CreateSession(ctx context.Context, u kiln.User, spec SessionSp
 
 	start := time.Now()
 	var l *live
-	pooled := s.pool.eligible(spec, s.cfg.DefaultLimits) && s.pool.take(func(p *pooled) { l = s.adopt(p, u, spec) })
+	// A pooled sandbox has no mounts.
+	pooled := len(mounts) == 0 && s.pool.eligible(spec, s.cfg.DefaultLimits) && s.pool.take(func(p *pooled) { l = s.adopt(p, u, spec) })
 	if !pooled {
 		if l, err = s.freshSession(ctx, u, spec, lim); err != nil {
 			s.metrics.SandboxFailure("create")
@@ -186,7 +197,7 @@ func (s *Service) freshSession(ctx context.Context, u kiln.User, spec SessionSpe
 	if err != nil {
 		return nil, err
 	}
-	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: spec.Limits, HostDir: path})
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: spec.Limits, HostDir: path, Mounts: spec.Mounts})
 	if err != nil {
 		s.ws.Remove(id)
 		return nil, err
@@ -194,7 +205,9 @@ func (s *Service) freshSession(ctx context.Context, u kiln.User, spec SessionSpe
 	now := time.Now()
 	rec := kiln.Session{ID: id, UserID: u.ID, Languages: spec.Languages, Limits: spec.Limits,
 		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: sess.ID()}
-	return newLive(rec, path, sess), nil
+	l := newLive(rec, path, sess)
+	l.mounts = spec.Mounts
+	return l, nil
 }
 
 // adopt turns a pooled sandbox into u's session.
