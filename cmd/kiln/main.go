@@ -94,6 +94,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return languagesCmd(ctx, stdout)
 	case "doctor":
 		return doctorCmd(ctx, stdout)
+	case "image":
+		return imageCmd(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "serve":

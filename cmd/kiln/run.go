@@ -60,6 +60,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		mounts         fileFlags
 		lim            kiln.Limits
 		stats, asJSON  bool
+		backendName    string
 	)
 	fs.StringVar(&language, "lang", "", "language: "+strings.Join(lang.Names(), ", ")+" (default: from the file's extension)")
 	fs.StringVar(&language, "l", "", "short for --lang")
@@ -70,6 +71,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.Var(&mounts, "mount", "show a local folder read-only in the sandbox: DIR[:DEST], DEST /project or below /mnt or /project (default /mnt/<DIR's name>; repeatable): import a project's code and run its tests, writing nothing back")
 	fs.Var(&buildOpts, "build-opt", "compiled languages: compiler and linker flags, such as -O2, -std=c++17 or -lcrypto, split at spaces (repeatable), checked against an allowlist per compiler (a refused flag is named with what is allowed)")
 	fs.BoolVar(&asJSON, "json", false, "run as the API's one-shot run (POST /v1/run) does, as one cell, and print its result as JSON: stdout, stderr, rich outputs (display(), plots), error, usage, artifacts")
+	addBackendFlag(fs, &backendName)
 	fs.BoolVar(&stats, "stats", false, "print the exit status, wall and CPU time and peak memory on stderr; the build's apart, with its warnings")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: kiln run [flags] FILE|- [ARGS...]  or  kiln run [flags] --lang L -c CODE [-- ARGS...]\n\nFlags:\n")
@@ -111,9 +113,9 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	if asJSON {
-		return runJSON(ctx, r, stdout, stderr)
+		return runJSON(ctx, r, backendName, stdout, stderr)
 	}
-	return runProgram(ctx, r, stats, stdout, stderr)
+	return runProgram(ctx, r, backendName, stats, stdout, stderr)
 }
 
 // parseMounts resolves --mount DIR[:DEST] flags: DIR to its real path (the
@@ -138,13 +140,13 @@ func parseMounts(flags []string) ([]backend.Mount, error) {
 // one-shot run (engine.RunCell, a cell in a sandbox of its own), so the
 // printed CellResult is the one POST /v1/run answers for the same
 // program, rich outputs included. The exit status is kiln run's.
-func runJSON(ctx context.Context, r engine.Run, stdout, stderr io.Writer) error {
+func runJSON(ctx context.Context, r engine.Run, backendName string, stdout, stderr io.Writer) error {
 	p, err := engine.PrepareRun(r, engine.DefaultCellBounds())
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := native.New(native.Config{}, log)
+	b, err := newBackend(ctx, backendName, log)
 	if err != nil {
 		return err
 	}
@@ -243,13 +245,13 @@ func readFiles(specs []string) ([]engine.File, error) {
 	return out, nil
 }
 
-func runProgram(ctx context.Context, r engine.Run, stats bool, stdout, stderr io.Writer) error {
+func runProgram(ctx context.Context, r engine.Run, backendName string, stats bool, stdout, stderr io.Writer) error {
 	// Bad input is reported before anything about the host.
 	if err := engine.Validate(r); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := native.New(native.Config{}, log)
+	b, err := newBackend(ctx, backendName, log)
 	if err != nil {
 		return err
 	}

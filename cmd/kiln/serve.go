@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/server"
 	"github.com/kiln-dev/kiln/internal/service"
@@ -39,7 +40,7 @@ Flags:
 type serveFlags struct {
 	listen, data, db, keyFile, logLevel string
 	logFormat, metricsAddr              string
-	config                              string
+	config, backend                     string
 	svc                                 service.Config
 	http                                server.Config
 }
@@ -53,6 +54,7 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.listen, "listen", DefaultListen, "address to listen on (host:port)")
 	fs.StringVar(&f.data, "data", "/var/lib/kiln", "data directory: the SQLite database and the session workspaces")
 	fs.TextVar(&f.svc.Workspaces, "workspaces", sd.Workspaces, "where session workspaces live, a `kind`: disk (an ext4 image per session in the data directory; survives a reboot) or tmpfs (memory; a reboot loses them)")
+	addBackendFlag(fs, &f.backend)
 	fs.StringVar(&f.db, "db", "", "PostgreSQL DSN (postgres://...); empty: SQLite in the data directory")
 	fs.StringVar(&f.keyFile, "admin-key-file", "", "also write the first admin key to this file (mode 0600)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; info logs every request")
@@ -127,7 +129,12 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	k, err := stack.New(ctx, stack.Config{Service: f.svc, HTTP: f.http, Store: st, Log: log})
+	b, err := newBackend(ctx, f.backend, log)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	k, err := stack.New(ctx, stack.Config{Service: f.svc, HTTP: f.http, Store: st, Log: log, Engine: engine.New(b, log)})
 	if err != nil {
 		return err
 	}

@@ -84,6 +84,10 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 		}
 		ws = mount.Mount{Type: mount.TypeBind, Source: spec.HostDir, Target: "/workspace"}
 	}
+	mounts := []mount.Mount{{Type: mount.TypeBind, Source: "/usr", Target: "/usr", ReadOnly: true}, ws}
+	for _, m := range spec.Mounts { // checked by the caller (native.ResolveMount)
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: true})
+	}
 	pids := lim.Pids + 8 // the agent's own threads
 	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:  "kiln-" + id,
@@ -110,10 +114,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 				"/tmp":     fmt.Sprintf("rw,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", lim.TmpBytes, lim.Inodes),
 				"/dev/shm": fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d", lim.TmpBytes),
 			},
-			Mounts: []mount.Mount{
-				{Type: mount.TypeBind, Source: "/usr", Target: "/usr", ReadOnly: true},
-				ws,
-			},
+			Mounts: mounts,
 			Resources: container.Resources{
 				Memory:     lim.MemoryBytes,
 				MemorySwap: lim.MemoryBytes, // swap off
