@@ -7,6 +7,7 @@ import (
 
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
 )
 
 // runPoolLanguages are the languages whose one-shot runs start from a
@@ -40,6 +41,9 @@ func newRunPool(s *Service, size int) *runPool {
 	}
 	rp.limits = lim
 	for _, l := range runPoolLanguages {
+		if lg, err := lang.Lookup(l); err != nil || lg.Available() != nil {
+			continue // not installed here: its runs fail as before, with the reason
+		}
 		rp.pools[l] = startPool(size, func() (*pooled, error) { return s.makeRunPooled(l, lim) },
 			func(pd *pooled) { pd.sess.Close(context.Background()) },
 			func(int) {},
