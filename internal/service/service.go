@@ -181,15 +181,15 @@ func New(ctx context.Context, cfg Config, st Store, eng *engine.Engine, log *slo
 		return nil, err
 	}
 	s.batches.init()
-	if err := s.resumeBatches(ctx); err != nil {
-		s.batches.cancel()
-		s.done.Wait()
-		return nil, err
-	}
 	s.pool = newPool(s, cfg.PoolSize)
 	s.runs = newRunPool(s, cfg.RunPoolSize)
 	s.done.Add(1)
 	go s.expireIdle()
+	// Batches resume last: their items run on everything above.
+	if err := s.resumeBatches(ctx); err != nil {
+		s.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	return s, nil
 }
 
