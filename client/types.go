@@ -16,6 +16,8 @@ type (
 	Diagnostic = kiln.Diagnostic
 	Artifact   = kiln.Artifact
 	Usage      = kiln.Usage
+	TestReport = kiln.TestReport
+	TestCase   = kiln.TestCase
 )
 
 // Limits bound a session's sandbox or a one-shot run. Zero fields take the

@@ -132,6 +132,9 @@ func programResult(language string, pr programs.Result) kiln.CellResult {
 	}
 	// The run's own stderr stays the program's: warnings are diagnostics.
 	res.Diagnostics = pr.Diagnostics
+	if pr.Tests {
+		res.Tests = programs.Report(pr.TestCases)
+	}
 	res.ExitCode = &code
 	if res.Status == kiln.StatusError {
 		msg := fmt.Sprintf("exit status %d", x.Code)

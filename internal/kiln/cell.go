@@ -72,4 +72,25 @@ type CellResult struct {
 	// BuildUsage is what building a program cost, apart from its run
 	// (Usage); nil when nothing was built (a cached build, a REPL cell).
 	BuildUsage *Usage `json:"build_usage,omitempty"`
+	// Tests, when the program ran as its tests (Go's Test functions, Rust's
+	// #[test]s), are what each test did, parsed from the runner's output.
+	Tests *TestReport `json:"tests,omitempty"`
+}
+
+// TestReport counts a test run's cases and lists them in the order they
+// ended.
+type TestReport struct {
+	Passed  int        `json:"passed"`
+	Failed  int        `json:"failed"`
+	Skipped int        `json:"skipped"`
+	Cases   []TestCase `json:"cases"`
+}
+
+// TestCase is one test: its name as the runner gives it (TestAdd/sub,
+// tests::adds), "passed", "failed" or "skipped", and for a failure or a
+// skip what it logged (bounded).
+type TestCase struct {
+	Name    string `json:"name"`
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
 }

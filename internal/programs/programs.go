@@ -115,6 +115,9 @@ type Result struct {
 	// Tests is true when the program was built as its tests (Rust's
 	// #[test] functions, Go's Test functions) and the run ran them.
 	Tests bool
+	// TestCases are what each test did, parsed from the run's output when
+	// Tests is true and the run got that far.
+	TestCases []kiln.TestCase
 	// Build is the compiler's exec; zero when the build was cached.
 	Build protocol.ExitInfo
 	// Exit is of the run, or of the compiler when the build failed.
@@ -187,6 +190,11 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 		TimeoutMs:   p.Timeout.Milliseconds(),
 		OutputBytes: p.OutputBytes,
 	}
+	var testLog *boundedBuffer
+	if j.test && j.tc.testCases != nil {
+		testLog = &boundedBuffer{max: maxTestLog}
+		stdout = io.MultiWriter(stdout, testLog)
+	}
 	if j.code != nil && !strings.HasSuffix(j.code.disk, ".java") {
 		// Only the source's path is rewritten; Java's traces name the
 		// class's file, not a path.
@@ -208,6 +216,13 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 	}
 	res.Phase = PhaseRun
 	res.Exit = info
+	if testLog != nil {
+		// Flushed first: the renamer holds back a partial line.
+		if f, ok := stdout.(interface{ Flush() }); ok {
+			f.Flush()
+		}
+		res.TestCases = j.tc.testCases(testLog.String())
+	}
 	return res, nil
 }
 

@@ -56,9 +56,11 @@ type toolchain struct {
 	// options is the allowlist of a run's build options (options.go); nil:
 	// the language takes none.
 	options *optionPolicy
-	build   func(*job) step
-	run     func(*job) step
-	parse   func(log string) []kiln.Diagnostic
+	// testCases parses a test run's stdout (a program built as its tests).
+	testCases func(out string) []kiln.TestCase
+	build     func(*job) step
+	run       func(*job) step
+	parse     func(log string) []kiln.Diagnostic
 }
 
 // job is one build and run, as the steps need it.
@@ -221,11 +223,12 @@ var toolchains = map[string]*toolchain{
 		parse: parseGCC,
 	},
 	"go": {
-		headers: []string{"go.mod", "go.sum", "go.work"},
-		scope:   tree,
-		prepare: goMod,
-		tests:   goPackageTests,
-		options: goOptions,
+		headers:   []string{"go.mod", "go.sum", "go.work"},
+		scope:     tree,
+		prepare:   goMod,
+		tests:     goPackageTests,
+		options:   goOptions,
+		testCases: parseGoTests,
 		build: func(j *job) step {
 			n := strconv.Itoa(j.cpus)
 			argv := []string{j.l.Binary, "build"}
@@ -272,7 +275,13 @@ var toolchains = map[string]*toolchain{
 		},
 		run: func(j *job) step {
 			// Go cannot read the cgroup's limits from inside the sandbox.
-			return step{argv: []string{j.bin()}, env: []string{
+			argv := []string{j.bin()}
+			if j.test {
+				// Each test's end on a line of its own, passed ones too,
+				// for the structured results (parseGoTests).
+				argv = append(argv, "-test.v")
+			}
+			return step{argv: argv, env: []string{
 				"GOMAXPROCS=" + strconv.Itoa(j.cpus),
 				"GOMEMLIMIT=" + strconv.FormatInt(j.mem/4*3/kiln.MiB, 10) + "MiB",
 			}}
@@ -318,8 +327,9 @@ var toolchains = map[string]*toolchain{
 		parse: parseRuby,
 	},
 	"rust": {
-		scope:   tree,
-		options: rustOptions,
+		scope:     tree,
+		options:   rustOptions,
+		testCases: parseRustTests,
 		tests: func(j *job, in *inputs) {
 			j.test, j.notes = rustTests(in.files[path.Join(j.dir, j.entry)], path.Join(j.dir, j.entry))
 		},

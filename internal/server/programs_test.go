@@ -139,3 +139,24 @@ func TestBuildOptionsThroughTheAPI(t *testing.T) {
 		t.Errorf("cell with -o: %v; want a 400", err)
 	}
 }
+
+// TestRunReportsTests: a one-shot run of Rust #[test]s beside an empty
+// main answers each test's outcome in result.tests.
+func TestRunReportsTests(t *testing.T) {
+	e := newEnv(t, options{})
+	ctx := ctxT(t)
+	src := "fn add(a: i32, b: i32) -> i32 { a - b }\n\nfn main() {}\n\n#[test]\nfn adds() { assert_eq!(add(2, 2), 4); }\n\n#[test]\nfn zero() { assert_eq!(add(0, 0), 0); }\n"
+	res, err := e.user("ada").Run(ctx, client.RunRequest{Language: "rust", Code: src, FileName: "sol.rs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Result.Tests
+	if r == nil || r.Passed != 1 || r.Failed != 1 || len(r.Cases) != 2 {
+		t.Fatalf("result %+v; want tests with one passed and one failed", res.Result)
+	}
+	for _, c := range r.Cases {
+		if want := map[string]string{"adds": "failed", "zero": "passed"}[c.Name]; c.Status != want {
+			t.Errorf("test %s: %s; want %s", c.Name, c.Status, want)
+		}
+	}
+}

@@ -53,6 +53,8 @@ var wireTypes = map[string]reflect.Type{
 	"Output":          reflect.TypeFor[client.Output](),
 	"CellError":       reflect.TypeFor[client.CellError](),
 	"Diagnostic":      reflect.TypeFor[client.Diagnostic](),
+	"TestReport":      reflect.TypeFor[client.TestReport](),
+	"TestCase":        reflect.TypeFor[client.TestCase](),
 	"Artifact":        reflect.TypeFor[client.Artifact](),
 	"Usage":           reflect.TypeFor[client.Usage](),
 	"AuditEntry":      reflect.TypeFor[client.AuditEntry](),
