@@ -28,15 +28,17 @@ type BatchRequest struct {
 
 // BatchItem is one program and how to judge it.
 type BatchItem struct {
-	ID       string     `json:"id,omitempty"` // the caller's name, echoed in the result
-	Language string     `json:"language"`
-	Code     string     `json:"code"`
-	FileName string     `json:"file_name,omitempty"`
-	Files    []File     `json:"files,omitempty"`
-	Stdin    string     `json:"stdin,omitempty"`
-	Args     []string   `json:"args,omitempty"`
-	Limits   Limits     `json:"limits,omitempty"`
-	Check    BatchCheck `json:"check"`
+	ID       string   `json:"id,omitempty"` // the caller's name, echoed in the result
+	Language string   `json:"language"`
+	Code     string   `json:"code"`
+	FileName string   `json:"file_name,omitempty"`
+	Files    []File   `json:"files,omitempty"`
+	Stdin    string   `json:"stdin,omitempty"`
+	Args     []string `json:"args,omitempty"`
+	// BuildOptions: as RunRequest's.
+	BuildOptions []string   `json:"build_options,omitempty"`
+	Limits       Limits     `json:"limits,omitempty"`
+	Check        BatchCheck `json:"check"`
 }
 
 // BatchCheck is how an item is judged: the exit code (0 unless given),

@@ -32,15 +32,18 @@ type File struct {
 type Item struct {
 	// ID is the caller's name for the item, echoed in its result; empty:
 	// its index.
-	ID       string      `json:"id,omitempty"`
-	Language string      `json:"language"`
-	Code     string      `json:"code"`
-	FileName string      `json:"file_name,omitempty"` // a program language's entry file
-	Files    []File      `json:"files,omitempty"`
-	Stdin    string      `json:"stdin,omitempty"`
-	Args     []string    `json:"args,omitempty"`
-	Limits   kiln.Limits `json:"-"` // the wire form is the API's limits object
-	Check    Check       `json:"check"`
+	ID       string   `json:"id,omitempty"`
+	Language string   `json:"language"`
+	Code     string   `json:"code"`
+	FileName string   `json:"file_name,omitempty"` // a program language's entry file
+	Files    []File   `json:"files,omitempty"`
+	Stdin    string   `json:"stdin,omitempty"`
+	Args     []string `json:"args,omitempty"`
+	// BuildOptions are a compiled language's compiler and linker flags,
+	// as a one-shot run's.
+	BuildOptions []string    `json:"build_options,omitempty"`
+	Limits       kiln.Limits `json:"-"` // the wire form is the API's limits object
+	Check        Check       `json:"check"`
 }
 
 // Check is how an item's run is judged. Exactly one of Stdout and Test

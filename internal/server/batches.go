@@ -96,7 +96,7 @@ func (s *sse) sendBatch(e client.BatchEvent) {
 }
 
 func toBatchItem(it client.BatchItem) batch.Item {
-	out := batch.Item{ID: it.ID, Language: it.Language, Code: it.Code, FileName: it.FileName, Stdin: it.Stdin, Args: it.Args,
+	out := batch.Item{ID: it.ID, Language: it.Language, Code: it.Code, FileName: it.FileName, Stdin: it.Stdin, Args: it.Args, BuildOptions: it.BuildOptions,
 		Limits: toLimits(it.Limits),
 		Check:  batch.Check{ExitCode: it.Check.ExitCode, Stdout: it.Check.Stdout, Trim: it.Check.Trim, Test: it.Check.Test}}
 	for _, f := range it.Files {

@@ -111,7 +111,7 @@ func (s *Service) checkItem(u kiln.User, i int, it batch.Item) error {
 }
 
 func itemRun(it batch.Item) RunRequest {
-	r := RunRequest{Language: it.Language, Code: batch.Code(it), Args: it.Args, Stdin: []byte(it.Stdin), Limits: it.Limits, Name: it.FileName}
+	r := RunRequest{Language: it.Language, Code: batch.Code(it), Args: it.Args, Stdin: []byte(it.Stdin), Limits: it.Limits, Name: it.FileName, BuildOptions: it.BuildOptions}
 	for _, f := range it.Files {
 		r.Files = append(r.Files, File{Path: f.Path, Data: f.Content, Mode: f.Mode})
 	}

@@ -82,6 +82,9 @@ func generatedBatch() []genItem {
 	add(batch.Item{Language: "cpp", Code: "#include <iostream>\nint main() { std::cout << 5 << \"\\n\"; }\n", Check: stdout("4\n")}, false, batch.WrongAnswer)
 	add(batch.Item{Language: "cpp", Code: "#include <cstdlib>\nint main() { std::abort(); }\n", Check: stdout("")}, false, batch.RuntimeError)
 	add(batch.Item{Language: "cpp", Code: "int main() { return x }\n", Check: stdout("")}, false, batch.CompileError)
+	// A build option: OpenSSL's MD5 links only with -lcrypto.
+	md5 := "#include <openssl/md5.h>\n#include <cstdio>\nint main() { unsigned char d[16]; MD5((const unsigned char*)\"abc\", 3, d); for (int i = 0; i < 16; i++) std::printf(\"%02x\", d[i]); std::printf(\"\\n\"); }\n"
+	add(batch.Item{Language: "cpp", Code: md5, BuildOptions: []string{"-lcrypto"}, Check: stdout("900150983cd24fb0d6963f7d28e17f72\n")}, true, "")
 	add(batch.Item{Language: "java", Code: "class Main { public static void main(String[] a) { System.out.println(7 * 6); } }\n", Check: stdout("42\n")}, true, "")
 	add(batch.Item{Language: "java", Code: "class Main { public static void main(String[] a) { System.exit(3); } }\n", Check: batch.Check{ExitCode: ptrInt(3)}}, true, "")
 	add(batch.Item{Language: "java", Code: "class Main { public static void main(String[] a) { int[] x = new int[1]; x[2] = 1; } }\n", Check: stdout("")}, false, batch.RuntimeError)
