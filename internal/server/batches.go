@@ -26,6 +26,9 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, c *call) er
 	if err != nil {
 		return err
 	}
+	// Results are kept for the watch only while it is read: not at all
+	// for a 202, and not after the client of a stream has left.
+	defer watch.Stop()
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		return writeJSON(w, http.StatusAccepted, toBatch(sum))
 	}

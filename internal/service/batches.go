@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +58,9 @@ func (b *batchRunner) init() {
 // is closed when the batch is done (or the service stops).
 type BatchWatch struct {
 	Results <-chan BatchItemResult
+	// Stop ends the watch (a client that left): results are no longer
+	// kept for it.
+	Stop func()
 }
 
 // retryRunKinds are errors of the moment: the item waits and tries again
@@ -148,7 +152,17 @@ func (s *Service) watch(id string, n int) BatchWatch {
 	s.batches.mu.Lock()
 	s.batches.subs[id] = append(s.batches.subs[id], ch)
 	s.batches.mu.Unlock()
-	return BatchWatch{Results: ch}
+	return BatchWatch{Results: ch, Stop: func() { s.unwatch(id, ch) }}
+}
+
+func (s *Service) unwatch(id string, ch chan BatchItemResult) {
+	s.batches.mu.Lock()
+	defer s.batches.mu.Unlock()
+	subs := s.batches.subs[id]
+	if i := slices.Index(subs, ch); i >= 0 {
+		s.batches.subs[id] = slices.Delete(subs, i, i+1)
+		close(ch)
+	}
 }
 
 func (s *Service) publish(id string, r BatchItemResult) {

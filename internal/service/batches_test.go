@@ -221,3 +221,46 @@ func TestBatchResumesAfterRestart(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestBatchWatchStops: a watch that stops (a client that left) is closed
+// and keeps no results, and the batch still finishes.
+func TestBatchWatchStops(t *testing.T) {
+	ts := newTestService(t, Config{})
+	u := ts.user(t, "judge", false)
+	items := []batch.Item{{Language: "python", Code: "print(1)", Check: batch.Check{Stdout: strp("1\n")}}}
+	sum, w, err := ts.CreateBatch(ctxT(t, time.Minute), u, BatchRequest{Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	w.Stop() // twice is harmless
+	if _, open := <-w.Results; open {
+		// A result may have been sent before Stop; the channel must close after it.
+		if _, open := <-w.Results; open {
+			t.Error("the stopped watch is still open")
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, err := ts.Batch(context.Background(), u, sum.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Status == store.BatchDone {
+			if b.Passed != 1 {
+				t.Errorf("batch = %+v, want its item passed", b)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the batch did not finish without a watcher")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.batches.mu.Lock()
+	left := len(ts.batches.subs)
+	ts.batches.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d batches still have watchers", left)
+	}
+}
