@@ -47,7 +47,8 @@ func (w *writeCounter) AppendAudit(ctx context.Context, e *store.AuditEntry) err
 	return w.Store.AppendAudit(ctx, e)
 }
 
-// TestWarmCellWritesTwice checks that a warm cell writes to the store
+// TestWarmCellWritesTwice checks that a warm cell (with enough work for
+// its CPU time to show at clock-tick resolution) writes to the store
 // twice (the execution when it starts; its result, CPU time and audit row
 // in one transaction at the end) and that all of it is recorded.
 func TestWarmCellWritesTwice(t *testing.T) {
@@ -74,7 +75,7 @@ func TestWarmCellWritesTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.DeleteSession(context.Background(), u, sess.ID)
-	cell := kiln.CellRequest{Language: "python", Code: "sum(range(200000))"}
+	cell := kiln.CellRequest{Language: "python", Code: "sum(range(3000000))"}
 	if _, err := svc.Exec(ctx, u, sess.ID, cell, ExecEvents{}); err != nil {
 		t.Fatal(err)
 	}
@@ -173,5 +174,43 @@ func TestAuthenticateReadsOnlyTheKey(t *testing.T) {
 	}
 	if _, _, err := svc.Authenticate(ctx, k.Secret()); kiln.KindOf(err) != kiln.Unauthenticated {
 		t.Errorf("a key revoked by another process still authenticates: %v", err)
+	}
+}
+
+// TestRunWritesOnce checks that a one-shot run records its CPU time and
+// its audit row in one store write.
+func TestRunWritesOnce(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "kiln.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	wc := &writeCounter{Store: st}
+	log := slog.New(slog.DiscardHandler)
+	svc, err := New(ctx, Config{DataDir: dir, PoolSize: -1, Workspaces: workspace.Plain}, wc, engine.New(unboxed.New(t.TempDir()), log), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(context.Background())
+	u := kiln.User{Name: "runner"}
+	if err := st.CreateUser(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	before := wc.n.Load()
+	res, err := svc.Run(ctx, u, RunRequest{Language: "python", Code: "print(sum(range(3000000)))"})
+	if err != nil || res.Result.Status != kiln.StatusOK {
+		t.Fatalf("Run = %+v, %v", res.Result, err)
+	}
+	if n := wc.n.Load() - before; n != 1 {
+		t.Errorf("a one-shot run made %d store writes, want 1", n)
+	}
+	audit, _, err := st.ListAudit(ctx, store.AuditFilter{UserID: u.ID}, store.Page{Limit: 100})
+	if err != nil || len(audit) != 1 || audit[0].Action != "run" || audit[0].Outcome != "ok" {
+		t.Errorf("audit rows %+v, %v; want one run, ok", audit, err)
+	}
+	if cpu, err := st.CPU(ctx, u.ID, time.Now().UTC().Format(time.DateOnly)); err != nil || cpu <= 0 {
+		t.Errorf("cpu usage recorded %v, %v; want the run's CPU time", cpu, err)
 	}
 }

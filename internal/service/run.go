@@ -71,10 +71,17 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 		return RunResult{}, err
 	}
 	out.Result = res
-	s.chargeCPU(ctx, u, res.Usage.CPU)
 	s.metrics.Execution(res.Language, string(res.Status), wait, time.Since(start))
-	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "run", CodeHash: store.HashCode(r.Code), Outcome: string(res.Status),
-		Detail: jsonDetail(map[string]any{"language": res.Language})})
+	// The CPU time and the audit row in one write; a store failure is
+	// logged, not returned, because the run has happened.
+	audit := store.AuditEntry{UserID: u.ID, Action: "run", CodeHash: store.HashCode(r.Code), Outcome: string(res.Status),
+		Detail: jsonDetail(map[string]any{"language": res.Language})}
+	f := store.CellFinish{UserID: u.ID, Day: s.cpu.currentDay(), CPU: res.Usage.CPU, Audit: &audit}
+	if err := s.store.FinishCell(context.WithoutCancel(ctx), f); err != nil {
+		s.log.Error("record a run's cpu time and audit row", "user", u.ID, "err", err)
+	} else {
+		s.cpu.counted(u.ID, f.Day, f.CPU)
+	}
 	return out, nil
 }
 

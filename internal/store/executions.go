@@ -179,7 +179,8 @@ func (s *DB) ListArtifacts(ctx context.Context, userID, sessionID, executionID s
 }
 
 // CellFinish is what a finished cell records: FinishExecution's result,
-// the CPU time AddCPU adds to the user's day, and the audit row.
+// the CPU time AddCPU adds to the user's day, and the audit row. A
+// one-shot run has no execution: its ID is empty.
 type CellFinish struct {
 	UserID, ID string
 	Result     kiln.CellResult
@@ -195,9 +196,12 @@ func (s *DB) FinishCell(ctx context.Context, f CellFinish) error {
 	if f.At.IsZero() {
 		f.At = now()
 	}
-	b, err := json.Marshal(f.Result)
-	if err != nil {
-		return err
+	var b []byte
+	if f.ID != "" {
+		var err error
+		if b, err = json.Marshal(f.Result); err != nil {
+			return err
+		}
 	}
 	a := f.Audit
 	if a != nil {
@@ -215,10 +219,12 @@ func (s *DB) FinishCell(ctx context.Context, f CellFinish) error {
 		}
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE executions SET status = $3, result = $4, ended = $5
-			WHERE id = $1 AND user_id = $2`, f.ID, f.UserID, string(f.Result.Status), string(b), nanos(f.At))
-		if err := affected(res, err, "finish execution"); err != nil {
-			return err
+		if f.ID != "" {
+			res, err := tx.ExecContext(ctx, `UPDATE executions SET status = $3, result = $4, ended = $5
+				WHERE id = $1 AND user_id = $2`, f.ID, f.UserID, string(f.Result.Status), string(b), nanos(f.At))
+			if err := affected(res, err, "finish execution"); err != nil {
+				return err
+			}
 		}
 		if f.CPU > 0 {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO cpu_usage (user_id, day, cpu) VALUES ($1, $2, $3)
@@ -229,7 +235,7 @@ func (s *DB) FinishCell(ctx context.Context, f CellFinish) error {
 		if a == nil {
 			return nil
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 			a.ID, nanos(a.Time), a.UserID, a.Action, a.SessionID, a.ExecutionID, a.CodeHash, a.Outcome, string(a.Detail))
 		return s.conflict(err, "append audit")
 	})

@@ -113,8 +113,9 @@ type Executions interface {
 	// FinishExecution records the result; the status becomes
 	// result.Status. ErrNotFound as Execution.
 	FinishExecution(ctx context.Context, userID, id string, result kiln.CellResult, at time.Time) error
-	// FinishCell is FinishExecution, AddCPU and AppendAudit of a finished
-	// cell in one transaction: all of them or none, one write.
+	// FinishCell is FinishExecution (unless f.ID is empty: a one-shot
+	// run), AddCPU and AppendAudit of a finished cell in one transaction:
+	// all of them or none, one write.
 	FinishCell(ctx context.Context, f CellFinish) error
 	// Execution returns the user's execution, or ErrNotFound.
 	Execution(ctx context.Context, userID, id string) (Execution, error)
