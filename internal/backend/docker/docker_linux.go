@@ -22,6 +22,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/agentclient"
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/seccomp"
 )
 
 // Labels on everything the backend makes; List and reaping look for them
@@ -89,6 +90,10 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: true})
 	}
 	pids := lim.Pids + 8 // the agent's own threads
+	profile, err := seccomp.Docker()
+	if err != nil {
+		return backend.Sandbox{}, kiln.Wrap(kiln.Internal, err, "cannot make the seccomp profile")
+	}
 	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:  "kiln-" + id,
 		Image: b.image,
@@ -109,7 +114,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 			NetworkMode:    "none",
 			ReadonlyRootfs: true,
 			CapDrop:        []string{"ALL"},
-			SecurityOpt:    []string{"no-new-privileges"},
+			SecurityOpt:    []string{"no-new-privileges", "seccomp=" + string(profile)},
 			Tmpfs: map[string]string{
 				"/tmp":     fmt.Sprintf("rw,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", lim.TmpBytes, lim.Inodes),
 				"/dev/shm": fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d", lim.TmpBytes),

@@ -1,12 +1,15 @@
 package docker
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/backend/backendtest"
+	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
 // testBackend is the Docker backend on this test binary's image (the
@@ -104,4 +107,27 @@ func TestReapByLabel(t *testing.T) {
 		}
 	}
 	b.DestroySandbox(ctx, sb.ID)
+}
+
+// The container runs under kiln's seccomp profile, not the engine's
+// default: io_uring_setup, which Engine 20.10's default profile allows,
+// fails with ENOSYS as under the native filter.
+func TestKilnSeccompProfile(t *testing.T) {
+	b := testBackend(t)
+	ctx := context.Background()
+	sb, err := b.CreateSandbox(ctx, backend.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.DestroySandbox(ctx, sb.ID)
+	c, _ := b.Connect(ctx, sb.ID)
+	var out bytes.Buffer
+	code := "import ctypes; l = ctypes.CDLL(None, use_errno=True); r = l.syscall(425, 1, 0); print(r, ctypes.get_errno())"
+	x, err := c.Exec(ctx, protocol.Exec{Argv: []string{"python3", "-c", code}, TimeoutMs: 30_000, OutputBytes: 4096}, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out.String()); got != "-1 38" {
+		t.Errorf("io_uring_setup in a container: %q (exit %+v); want -1 38 (ENOSYS)", got, x)
+	}
 }
