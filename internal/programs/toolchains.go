@@ -80,6 +80,7 @@ type job struct {
 	cpus       int      // CPUs the sandbox may use, rounded up
 	test       bool     // build the program's tests and run them (rustc --test, go test -c)
 	goMod      bool     // Go: the entry's package is in a module of the workspace
+	goVendor   bool     // Go: that module vendors its dependencies (vendor/modules.txt)
 	opts       []string // the run's build options, checked (CheckBuildOptions)
 	notes      []kiln.Diagnostic
 }
@@ -223,7 +224,9 @@ var toolchains = map[string]*toolchain{
 		parse: parseGCC,
 	},
 	"go": {
-		headers:   []string{"go.mod", "go.sum", "go.work"},
+		// modules.txt: a vendored module's list, which go checks against
+		// go.mod; the vendored sources are .go files of the tree.
+		headers:   []string{"go.mod", "go.sum", "go.work", "modules.txt"},
 		scope:     tree,
 		prepare:   goMod,
 		tests:     goPackageTests,
@@ -268,7 +271,7 @@ var toolchains = map[string]*toolchain{
 					"GOPATH=" + path.Join(j.area, "go/path"),
 					// go's telemetry and `go env -w` file, out of the user's way.
 					"XDG_CONFIG_HOME=" + path.Join(j.area, "config"),
-					"GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local", "GO111MODULE=on", "GOFLAGS=-mod=readonly",
+					"GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local", "GO111MODULE=on", "GOFLAGS=" + goModFlag(j),
 					"CGO_ENABLED=0", "GOTELEMETRY=off", "GOMAXPROCS=" + strconv.Itoa(max(2, j.cpus)),
 				},
 			}
@@ -410,19 +413,34 @@ func headerOf(exts ...string) func(string) bool {
 // directory or above. Nothing is written: without one, the package's files
 // are built by name.
 func goMod(ctx context.Context, ex Execer, j *job, known map[string][]byte) error {
-	for d := j.dir; ; d = path.Dir(d) {
-		if _, ok := known[path.Join(d, "go.mod")]; ok {
-			j.goMod = true
-			return nil
+	exists := func(p string) bool {
+		if _, ok := known[p]; ok {
+			return true
 		}
-		if fi, err := ex.Stat(ctx, path.Join(d, "go.mod")); err == nil && fi.Type == "file" {
+		fi, err := ex.Stat(ctx, p)
+		return err == nil && fi.Type == "file"
+	}
+	for d := j.dir; ; d = path.Dir(d) {
+		if exists(path.Join(d, "go.mod")) {
 			j.goMod = true
+			j.goVendor = exists(path.Join(d, "vendor/modules.txt"))
 			return nil
 		}
 		if d == "." {
 			return nil
 		}
 	}
+}
+
+// goModFlag is how go treats the module's dependencies: from vendor/ when
+// the module vendors them (offline, as go does by default there), else
+// only what go.mod and go.sum already say (GOPROXY is off: nothing is
+// fetched).
+func goModFlag(j *job) string {
+	if j.goVendor {
+		return "-mod=vendor"
+	}
+	return "-mod=readonly"
 }
 
 // GoCacheSeed is a Go build cache of commonly used standard packages that
