@@ -1,13 +1,22 @@
 package service
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/backend/native"
 	"github.com/kiln-dev/kiln/internal/batch"
+	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/store"
+	"github.com/kiln-dev/kiln/internal/store/sqlite"
+	"github.com/kiln-dev/kiln/internal/workspace"
 )
 
 // genItem is a generated program with the verdict it must get.
@@ -137,5 +146,89 @@ func TestGeneratedBatchIsJudgedCorrectly(t *testing.T) {
 				t.Errorf("%s: cached=%v in round %d", g.ID, r.Cached, round)
 			}
 		}
+	}
+}
+
+// TestBatchResumesAfterRestartNative stops a native service in the middle
+// of a batch (its sandboxes die with it) and starts another on the same
+// store and data directory: the batch finishes there, every item judged.
+func TestBatchResumesAfterRestartNative(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the native backend's sandboxes")
+	}
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o711)
+	os.Chmod(dir, 0o711)
+	open := func() (*Service, *store.DB) {
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		st, err := sqlite.Open(context.Background(), filepath.Join(dir, "kiln.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nb, err := native.New(native.Config{}, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := New(context.Background(), Config{DataDir: dir, Workspaces: workspace.Tmpfs, PoolSize: -1, UserConcurrency: 2},
+			st, engine.New(nb, log), log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc, st
+	}
+	svc, st := open()
+	u := kiln.User{Name: "judge"}
+	if err := st.CreateUser(context.Background(), &u); err != nil {
+		t.Fatal(err)
+	}
+	var items []batch.Item
+	for i := range 8 {
+		code := fmt.Sprintf("import time\ntime.sleep(%d)\nprint(%d)", min(i, 2), i)
+		want := fmt.Sprintf("%d\n", i)
+		items = append(items, batch.Item{Language: "python", Code: code, Check: batch.Check{Stdout: &want}})
+	}
+	sum, w, err := svc.CreateBatch(context.Background(), u, BatchRequest{Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case <-w.Results:
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the first items did not finish")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	svc.Close(ctx)
+	b, err := st.Batch(ctx, u.ID, sum.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At most the two running items could finish while it stopped.
+	if b.Status != store.BatchRunning || b.Done >= len(items) {
+		t.Fatalf("after the stop: %+v; want it running with items left", b)
+	}
+	t.Logf("stopped with %d of %d items done", b.Done, b.Total)
+	st.Close()
+
+	svc, st = open()
+	defer func() { svc.Close(context.Background()); st.Close() }()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		b, err := svc.Batch(context.Background(), u, sum.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Status == store.BatchDone {
+			if b.Done != len(items) || b.Passed != len(items) {
+				t.Errorf("after the restart: %d done, %d passed, reasons %v; want all %d passed", b.Done, b.Passed, b.Reasons, len(items))
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the batch did not finish after the restart: %+v", b)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
