@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/kiln-dev/kiln/internal/backend/docker"
 	"github.com/kiln-dev/kiln/internal/backend/native"
 	"github.com/kiln-dev/kiln/internal/lang"
 )
@@ -74,6 +76,7 @@ func Report(ctx context.Context, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "  ok       %-11s %-24s %s\n", l.Name, v, l.Binary)
 	}
+	dockerReport(ctx, w)
 	fmt.Fprintln(w)
 	verdict := p.Verdict()
 	if verdict != nil {
@@ -96,4 +99,21 @@ func missing(lack []string) string {
 		return ""
 	}
 	return "; missing: " + strings.Join(lack, " ")
+}
+
+// dockerReport says whether the Docker backend (--backend docker) can be
+// used here and which runtimes its engine has. It does not change the
+// verdict, which is the default native backend's.
+func dockerReport(ctx context.Context, w io.Writer) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The Docker backend (--backend docker):")
+	e := docker.Probe(ctx)
+	if e.Err != nil {
+		fmt.Fprintf(w, "  absent   Docker engine: %v\n", e.Err)
+		return
+	}
+	fmt.Fprintf(w, "  ok       Docker engine %s: runtimes %s (default %s)\n", e.Version, strings.Join(e.Runtimes, " "), e.DefaultRuntime)
+	if !slices.Contains(e.Runtimes, "runsc") {
+		fmt.Fprintln(w, "  absent   gVisor (runsc): not registered with this engine; containers run under runc")
+	}
 }

@@ -45,3 +45,20 @@ func TestReport(t *testing.T) {
 		}
 	}
 }
+
+// The report says whether the Docker backend can be used, and with which
+// runtimes when it can.
+func TestReportDocker(t *testing.T) {
+	var out bytes.Buffer
+	Report(context.Background(), &out)
+	s := out.String()
+	if !strings.Contains(s, "The Docker backend (--backend docker):") {
+		t.Fatalf("no Docker section:\n%s", s)
+	}
+	if !strings.Contains(s, "ok       Docker engine ") && !strings.Contains(s, "absent   Docker engine: ") {
+		t.Errorf("the Docker section says neither ok nor absent:\n%s", s)
+	}
+	if strings.Contains(s, "ok       Docker engine ") && !strings.Contains(s, "runc") {
+		t.Errorf("a usable engine without its runtimes:\n%s", s)
+	}
+}

@@ -34,3 +34,14 @@ func (b *Backend) List(context.Context) ([]string, error)       { return nil, ne
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{Name: "docker"}
 }
+
+// Engine is what kiln doctor reports of the local Docker engine.
+type Engine struct {
+	Err            error
+	Version        string
+	Runtimes       []string
+	DefaultRuntime string
+}
+
+// Probe reports that the backend needs Linux.
+func Probe(context.Context) Engine { return Engine{Err: needsLinux()} }
