@@ -7,7 +7,9 @@ import (
 
 	"github.com/kiln-dev/kiln/client"
 	"github.com/kiln-dev/kiln/internal/batch"
+	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/service"
+	"github.com/kiln-dev/kiln/internal/store"
 )
 
 // createBatch starts a batch. With "Accept: text/event-stream" it streams
@@ -42,6 +44,9 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, c *call) er
 				// Done, or the service stops (the batch resumes at its
 				// next start): the batch as the store has it says which.
 				sum, err := s.svc.Batch(r.Context(), c.user, sum.ID)
+				if err == nil && sum.Status != store.BatchDone {
+					err = kiln.Errorf(kiln.Unavailable, "kiln is stopping; batch %s goes on when it starts again (GET /v1/batches/%s)", sum.ID, sum.ID)
+				}
 				if err != nil {
 					p := problemFor(err)
 					st.sendBatch(client.BatchEvent{Type: "error", Error: &p})

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/batch"
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/lang"
 	"github.com/kiln-dev/kiln/internal/store"
 	"github.com/kiln-dev/kiln/internal/store/sqlite"
 	"github.com/kiln-dev/kiln/internal/workspace"
@@ -262,5 +264,23 @@ func TestBatchWatchStops(t *testing.T) {
 	ts.batches.mu.Unlock()
 	if left != 0 {
 		t.Errorf("%d batches still have watchers", left)
+	}
+}
+
+// TestRunCachedWithoutVersion: when the runtime's version cannot be told,
+// a cached run runs uncached rather than failing (or, in a batch, waiting
+// for ever).
+func TestRunCachedWithoutVersion(t *testing.T) {
+	ts := newTestService(t, Config{})
+	u := ts.user(t, "judge", false)
+	saved := probeVersion
+	probeVersion = func(*lang.Language, context.Context) (string, error) { return "", errors.New("no version today") }
+	runtimeVersions.Delete("bash")
+	t.Cleanup(func() { probeVersion = saved; runtimeVersions.Delete("bash") })
+	for range 2 {
+		res, err := ts.RunCached(ctxT(t, time.Minute), u, RunRequest{Language: "bash", Code: "echo hi"})
+		if err != nil || res.Cached || res.Result.Stdout != "hi\n" {
+			t.Fatalf("RunCached = %+v, %v; want an uncached run", res, err)
+		}
 	}
 }
