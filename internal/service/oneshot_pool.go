@@ -57,17 +57,20 @@ func newRunPool(s *Service, size int) *runPool {
 
 // take hands over a ready sandbox for p, or nil when p does not fit the
 // pool (other limits, another language) or none is ready; the caller then
-// makes a fresh one, as before the pool.
-func (rp *runPool) take(p engine.PreparedRun) *engine.Session {
+// makes a fresh one, as before the pool. refill, always safe to call,
+// lets the pool make the next sandbox: the caller calls it once the run
+// has its result.
+func (rp *runPool) take(p engine.PreparedRun) (sess *engine.Session, refill func()) {
 	pl := rp.pools[p.Language()]
 	if pl == nil || p.Limits() != rp.limits {
-		return nil
+		return nil, func() {}
 	}
-	var sess *engine.Session
-	if pl.take(func(pd *pooled) { sess = pd.sess }) {
-		rp.taken.Add(1)
+	pd, release := pl.takeDeferred()
+	if pd == nil {
+		return nil, func() {}
 	}
-	return sess
+	rp.taken.Add(1)
+	return pd.sess, release
 }
 
 func (rp *runPool) close(ctx context.Context) {

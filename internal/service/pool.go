@@ -67,14 +67,27 @@ func (p *pool) eligible(spec SessionSpec, defaults kiln.Limits) bool {
 // take hands a ready sandbox to use, if there is one, and reports whether
 // there was. use runs before the pool starts making the next one.
 func (p *pool) take(use func(*pooled)) bool {
+	pd, release := p.takeDeferred()
+	if pd == nil {
+		return false
+	}
+	use(pd)
+	release() // the sandbox is the session's now: make the next
+	return true
+}
+
+// takeDeferred hands a ready sandbox, or nil, and a release that lets the
+// pool make the next one. A one-shot run releases when it has answered,
+// so that the refill's new processes do not share the CPUs with the run
+// they would only slow down.
+func (p *pool) takeDeferred() (*pooled, func()) {
 	select {
 	case pd := <-p.ready:
-		use(pd)
 		p.setReady(len(p.ready))
-		<-p.room // the sandbox is the session's now: make the next
-		return true
+		var once sync.Once
+		return pd, func() { once.Do(func() { <-p.room }) }
 	default:
-		return false
+		return nil, nil
 	}
 }
 

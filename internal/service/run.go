@@ -56,7 +56,8 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 		return nil
 	}
 	var res kiln.CellResult
-	sess := s.runs.take(p)
+	sess, refill := s.runs.take(p)
+	defer refill()
 	if sess == nil { // as engine.RunPrepared
 		sess, err = s.engine.NewSession(ctx, engine.SessionSpec{Limits: p.Limits()})
 	}
