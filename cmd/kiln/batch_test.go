@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,5 +40,36 @@ func TestBatchSummary(t *testing.T) {
 	want := "batch b1: 5 items, 2 passed, 3 failed\n  compile_error  2\n  timeout        1\n"
 	if got != want {
 		t.Errorf("summary:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestBatchLocal runs kiln batch on this machine: the results file has a
+// verdict per item, the summary counts them, and a failed item makes the
+// status 1.
+func TestBatchLocal(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	in := `{"id":"ok","language":"python","code":"print(6*7)","check":{"stdout":"42\n"}}
+{"id":"bad","language":"python","code":"def f(): return 1","check":{"test":"assert f() == 2, 'f is wrong'"}}
+{"id":"js","language":"javascript","code":"console.log('x  ')","check":{"stdout":"x","trim":true}}
+`
+	res := execKiln(t, invocation{dir: dir, stdin: []byte(in)}, "batch", "-o", "out.jsonl", "-")
+	if res.code != 1 || !strings.Contains(res.stderr, "3 items, 2 passed, 1 failed") || !strings.Contains(res.stderr, "wrong_answer   1") {
+		t.Fatalf("status %d, stderr:\n%s", res.code, res.stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]client.BatchItemResult{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r client.BatchItemResult
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("a result line that is not JSON: %q", line)
+		}
+		got[r.ID] = r
+	}
+	if len(got) != 3 || !got["ok"].Passed || !got["js"].Passed || got["bad"].Reason != client.ReasonWrongAnswer || got["bad"].Detail != "assertion failed: f is wrong" {
+		t.Errorf("results: %+v", got)
 	}
 }
