@@ -102,6 +102,10 @@ type ExecRequest struct {
 	// (-O2, -std=c++17, -lcrypto), checked against the toolchain's
 	// allowlist; a refused one is an invalid request naming it.
 	BuildOptions []string `json:"build_options,omitempty"`
+	// Test runs the code as tests: Python with pytest, JavaScript with
+	// node --test, Rust with rustc --test; the result lists each test.
+	// Test files are also found by name (test_*.py, *.test.js, *_test.go).
+	Test bool `json:"test,omitempty"`
 }
 
 // Execution is one cell of a session's history.
@@ -197,6 +201,8 @@ type RunRequest struct {
 	FileName string `json:"file_name,omitempty"`
 	// BuildOptions: as ExecRequest's.
 	BuildOptions []string `json:"build_options,omitempty"`
+	// Test: as ExecRequest's.
+	Test bool `json:"test,omitempty"`
 	// Cache takes the result from the caller's own result cache when the
 	// same run (runtime version, code, files, stdin, args, limits) is
 	// there, and keeps this one's; opt-in, since kiln cannot know whether

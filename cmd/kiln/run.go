@@ -60,6 +60,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		mounts         fileFlags
 		lim            kiln.Limits
 		stats, asJSON  bool
+		test           bool
 		backendName    string
 	)
 	fs.StringVar(&language, "lang", "", "language: "+strings.Join(lang.Names(), ", ")+" (default: from the file's extension)")
@@ -70,6 +71,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.Var(&files, "f", "short for --file")
 	fs.Var(&mounts, "mount", "show a local folder read-only in the sandbox: DIR[:DEST], DEST /project or below /mnt or /project (default /mnt/<DIR's name>; repeatable): import a project's code and run its tests, writing nothing back")
 	fs.Var(&buildOpts, "build-opt", "compiled languages: compiler and linker flags, such as -O2, -std=c++17 or -lcrypto, split at spaces (repeatable), checked against an allowlist per compiler (a refused flag is named with what is allowed)")
+	fs.BoolVar(&test, "test", false, "run the file as tests: Python with pytest, JavaScript with node --test, Rust with rustc --test (test_*.py, *_test.py, *.test.js and *_test.go files are tests by their name); --json lists each test")
 	fs.BoolVar(&asJSON, "json", false, "run as the API's one-shot run (POST /v1/run) does, as one cell, and print its result as JSON: stdout, stderr, rich outputs (display(), plots), error, usage, artifacts")
 	addBackendFlag(fs, &backendName)
 	fs.BoolVar(&stats, "stats", false, "print the exit status, wall and CPU time and peak memory on stderr; the build's apart, with its warnings")
@@ -93,7 +95,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err := applyCPUs(&lim, cpus); err != nil {
 		return err
 	}
-	r := engine.Run{Language: language, Code: code, Args: fs.Args(), Limits: lim}
+	r := engine.Run{Language: language, Code: code, Args: fs.Args(), Limits: lim, Test: test}
 	for _, o := range buildOpts {
 		r.BuildOptions = append(r.BuildOptions, strings.Fields(o)...)
 	}
@@ -255,7 +257,7 @@ func runProgram(ctx context.Context, r engine.Run, backendName string, stats boo
 	if err != nil {
 		return err
 	}
-	if l, _ := lang.Lookup(r.Language); !l.OneShot() {
+	if l, _ := lang.Lookup(r.Language); !l.OneShot() || r.TestRun() {
 		return runCell(ctx, engine.New(b, log), r, stats, stdout, stderr)
 	}
 	x, err := engine.New(b, log).Run(ctx, r, stdout, stderr)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"github.com/kiln-dev/kiln/internal/lang"
 	"io"
 	"os"
@@ -643,5 +644,30 @@ func TestRunMount(t *testing.T) {
 	r = execKiln(t, invocation{dir: dir}, "run", "--mount", "proj:/etc", "check.py")
 	if r.code == 0 || !strings.Contains(r.stderr, "/etc") || !strings.Contains(r.stderr, "/project") {
 		t.Errorf("--mount proj:/etc: exit %d, stderr %q; want an error naming the target and what is allowed", r.code, r.stderr)
+	}
+}
+
+// TestRunTestFiles: kiln run runs a pytest file with pytest and a
+// node --test file with node (by their names, or --test), and --json
+// lists each test.
+func TestRunTestFiles(t *testing.T) {
+	needRoot(t)
+	if exec.Command("/usr/bin/python3", "-m", "pytest", "--version").Run() != nil {
+		t.Skip("needs pytest: Debian's python3-pytest, which scripts/deps installs")
+	}
+	dir := workdir(t, map[string]string{
+		"test_sol.py": "def test_good():\n    assert 1 + 1 == 2\n\ndef test_bad():\n    assert 1 + 1 == 3\n",
+		"checks.js":   "const test = require('node:test');\nconst assert = require('node:assert');\ntest('adds', () => assert.strictEqual(1 + 1, 2));\n",
+	})
+	if r := execKiln(t, invocation{dir: dir}, "run", "test_sol.py"); r.code != 1 || !strings.Contains(r.stdout, "1 failed, 1 passed") {
+		t.Errorf("kiln run test_sol.py: exit %d, stdout %q, stderr %q; want pytest's summary and exit 1", r.code, r.stdout, r.stderr)
+	}
+	r := execKiln(t, invocation{dir: dir}, "run", "--json", "test_sol.py")
+	var res kiln.CellResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Tests == nil || res.Tests.Passed != 1 || res.Tests.Failed != 1 {
+		t.Errorf("kiln run --json test_sol.py: %v, %q; want tests with one passed and one failed", err, r.stdout)
+	}
+	if r := execKiln(t, invocation{dir: dir}, "run", "--test", "checks.js"); r.code != 0 || !strings.Contains(r.stdout, "ok 1 - adds") {
+		t.Errorf("kiln run --test checks.js: exit %d, stdout %q, stderr %q; want node's TAP report", r.code, r.stdout, r.stderr)
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -73,7 +74,7 @@ func (s *Session) RunChecked(ctx context.Context, c CheckedCell, ev Events) (kil
 	}
 	s.run.Lock()
 	defer s.run.Unlock()
-	if c.lang.Kind == lang.REPL {
+	if c.lang.Kind == lang.REPL && !programs.IsScriptTest(c.lang.Name, cmp.Or(c.req.Entry, c.req.Name), c.req.Test) {
 		return s.runREPL(ctx, c.lang, c.req, ev)
 	}
 	return s.runProgram(ctx, c.lang, c.req, ev)

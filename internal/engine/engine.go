@@ -112,7 +112,13 @@ type Run struct {
 	// Mounts are host folders shown read-only in the sandbox
 	// (SessionSpec.Mounts).
 	Mounts []backend.Mount
+	// Test runs the program as tests (CellRequest.Test).
+	Test bool
 }
+
+// TestRun reports whether r runs a script language's test file, which goes
+// the way of a cell (RunCell), with its runner.
+func (r Run) TestRun() bool { return programs.IsScriptTest(r.Language, r.Name, r.Test) }
 
 // ProgramName is the workspace file that holds the code of language l.
 func ProgramName(l *lang.Language) string { return "main" + l.Ext }

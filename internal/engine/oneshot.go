@@ -8,6 +8,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/programs"
 )
 
 // PreparedRun is a one-shot run that passed its one validation
@@ -45,11 +46,11 @@ func PrepareRun(r Run, b kiln.CellBounds) (PreparedRun, error) {
 		return PreparedRun{}, kiln.Errorf(kiln.Invalid, "%s code runs in a kernel and takes no arguments", l.Name)
 	}
 	stdin := string(r.Stdin)
-	cell, err := CheckCell(Cell{Language: l.Name, Code: r.Code, Args: r.Args, Stdin: &stdin, BuildOptions: r.BuildOptions}, b)
+	cell, err := CheckCell(Cell{Language: l.Name, Code: r.Code, Args: r.Args, Stdin: &stdin, BuildOptions: r.BuildOptions, Test: r.Test}, b)
 	if err != nil {
 		return PreparedRun{}, err
 	}
-	if l.Kind == lang.Program && r.Name != "" {
+	if (l.Kind == lang.Program || programs.IsScriptTest(l.Name, r.Name, r.Test)) && r.Name != "" {
 		// The program keeps its name, on disk beside its files, as on the
 		// host: it is the workspace's entry.
 		if err := ValidatePath(r.Name); err != nil {

@@ -29,6 +29,7 @@ func (s *Session) runProgram(ctx context.Context, l *lang.Language, c Cell, ev E
 		Language:     l.Name,
 		Args:         c.Args,
 		BuildOptions: c.BuildOptions,
+		Test:         c.Test,
 		Timeout:      timeout,
 		OutputBytes:  s.lim.OutputBytes,
 		MemoryBytes:  s.lim.MemoryBytes,
@@ -83,7 +84,12 @@ func (s *Session) runProgram(ctx context.Context, l *lang.Language, c Cell, ev E
 			}
 		}
 	})
-	pr, err := programs.Run(runCtx, groupExecer{Client: a, box: s.sb.Sandbox}, p, out, errw)
+	run := programs.Run
+	if l.Kind == lang.REPL {
+		// A script language's test file, with its runner (RunChecked).
+		run = programs.RunScriptTests
+	}
+	pr, err := run(runCtx, groupExecer{Client: a, box: s.sb.Sandbox}, p, out, errw)
 	if err != nil {
 		return kiln.CellResult{}, err
 	}

@@ -41,6 +41,10 @@ type CellRequest struct {
 	// and linker flags (-O2, -std=c++17, -lcrypto), checked against the
 	// toolchain's allowlist (internal/programs/options.go).
 	BuildOptions []string
+	// Test runs the code as tests: a Python file with pytest, JavaScript
+	// with node --test, Rust with rustc --test. Test files are also found
+	// by name (test_*.py, *_test.py, *.test.js, *_test.go).
+	Test bool
 }
 
 // CellBounds are the sizes a cell may have. The caller passes its own:

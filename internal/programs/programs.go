@@ -84,6 +84,9 @@ type Program struct {
 	// -std=c++17, -lcrypto), checked against the toolchain's allowlist
 	// (CheckBuildOptions). They count in the build cache's key.
 	BuildOptions []string
+	// Test builds and runs the program as its tests where its file does
+	// not already say so (Rust: rustc --test though main has a body).
+	Test bool
 
 	// Per phase: the compilation and the run each get this much.
 	Timeout     time.Duration // default kiln's default timeout
@@ -175,6 +178,9 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 		return Result{}, err
 	}
 	j.srcs, j.class, j.sourcepath = in.srcs, in.class, in.sourcepath
+	if p.Test && l.Name == "rust" {
+		j.test, j.notes = true, nil
+	}
 
 	res, ok, err := build(ctx, ex, j, in, p)
 	if err != nil || !ok {

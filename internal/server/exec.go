@@ -18,7 +18,7 @@ func cellRequest(req client.ExecRequest) (kiln.CellRequest, error) {
 		return kiln.CellRequest{}, kiln.Errorf(kiln.Invalid, "timeout_ms must not be negative")
 	}
 	return kiln.CellRequest{Language: req.Language, Code: req.Code, Stdin: req.Stdin,
-		Timeout: millis(req.TimeoutMS), Args: req.Args, Name: req.FileName, Entry: req.Entry, BuildOptions: req.BuildOptions}, nil
+		Timeout: millis(req.TimeoutMS), Args: req.Args, Name: req.FileName, Entry: req.Entry, BuildOptions: req.BuildOptions, Test: req.Test}, nil
 }
 
 // millis is ms milliseconds as a Duration, saturated so that a huge

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -158,5 +159,40 @@ func TestRunReportsTests(t *testing.T) {
 		if want := map[string]string{"adds": "failed", "zero": "passed"}[c.Name]; c.Status != want {
 			t.Errorf("test %s: %s; want %s", c.Name, c.Status, want)
 		}
+	}
+}
+
+// TestRunPytest: a one-shot run of a pytest file (found by its name, or
+// asked for with test) lists each test; a session cell does the same.
+func TestRunPytest(t *testing.T) {
+	if exec.Command("/usr/bin/python3", "-m", "pytest", "--version").Run() != nil {
+		t.Skip("needs pytest: Debian's python3-pytest, which scripts/deps installs")
+	}
+	e := newEnv(t, options{})
+	ctx := ctxT(t)
+	c := e.user("ada")
+	src := "def test_good():\n    assert 1 + 1 == 2\n\ndef test_bad():\n    assert 1 + 1 == 3\n"
+	for _, req := range []client.RunRequest{
+		{Language: "python", Code: src, FileName: "test_sol.py"},
+		{Language: "python", Code: src, FileName: "checks.py", Test: true},
+	} {
+		res, err := c.Run(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := res.Result.Tests; r == nil || r.Passed != 1 || r.Failed != 1 || res.Result.Status != "error" {
+			t.Errorf("run %s (test %v): %+v; want one passed and one failed test, status error", req.FileName, req.Test, res.Result)
+		}
+	}
+	s, err := c.CreateSession(ctx, client.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := c.Exec(ctx, s.ID, client.ExecRequest{Code: src, Test: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := x.Result; r == nil || r.Tests == nil || r.Tests.Failed != 1 {
+		t.Errorf("a session cell with test: %+v; want one failed test", x.Result)
 	}
 }
