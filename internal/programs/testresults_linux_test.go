@@ -66,4 +66,13 @@ func TestTestResults(t *testing.T) {
 			}
 		}
 	})
+	t.Run("rust asked", func(t *testing.T) {
+		needLanguage(t, "rust")
+		// main has a body, so only Test makes it run the tests.
+		src := "fn main() { println!(\"main\"); }\n\n#[test]\nfn one() { assert!(true); }\n"
+		o := run(t, sb.Agent, Program{Language: "rust", Code: []byte(src), Name: "sol.rs", Test: true, Timeout: 2 * time.Minute})
+		if !o.res.Tests || len(o.res.TestCases) != 1 || o.res.TestCases[0].Status != "passed" || strings.Contains(o.stdout, "main\n") {
+			t.Errorf("Test on a Rust file whose main has a body: %v, cases %v; want its test run, not main", o, o.res.TestCases)
+		}
+	})
 }
