@@ -68,7 +68,7 @@ var addrRE = regexp.MustCompile(`msg="kiln serving" addr=(\S+)`)
 func start(t *testing.T, data string, extra ...string) *server {
 	t.Helper()
 	keyFile := filepath.Join(data, "admin.key")
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-key-file", keyFile, "--pool", "0"}, extra...)
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-key-file", keyFile, "--pool", "0", "--run-pool", "0"}, extra...)
 	cmd := exec.Command(kilnBin, args...)
 	stderr, _ := cmd.StderrPipe()
 	cmd.Stdout = io.Discard
