@@ -212,34 +212,33 @@ func (s *Service) startBatch(u kiln.User, b store.Batch) {
 		defer s.done.Done()
 		defer s.endWatches(b.ID)
 		ctx := s.batches.ctx
-		pending, err := s.store.PendingBatchItems(ctx, u.ID, b.ID)
-		if err != nil {
-			s.log.Error("batch items", "batch", b.ID, "err", err)
-			return
-		}
-		next := make(chan store.BatchItem)
-		var wg sync.WaitGroup
-		for range min(s.cfg.UserConcurrency, len(pending)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for it := range next {
-					s.runItem(ctx, u, b, it)
-				}
-			}()
-		}
-	feed:
-		for _, it := range pending {
-			select {
-			case next <- it:
-			case <-ctx.Done():
-				break feed
+		// Passes until no item lacks a result: an item whose result the
+		// store did not take (an outage) runs again after a pause.
+		for pass := 0; ; pass++ {
+			pending, err := s.store.PendingBatchItems(ctx, u.ID, b.ID)
+			if ctx.Err() != nil {
+				return // stopping: the rest resumes at the next start
 			}
-		}
-		close(next)
-		wg.Wait()
-		if ctx.Err() != nil {
-			return // stopping: the rest resumes at the next start
+			if err == nil && len(pending) == 0 {
+				break
+			}
+			if err != nil {
+				s.log.Error("batch items", "batch", b.ID, "err", err)
+			}
+			if err != nil || pass > 0 {
+				select {
+				case <-time.After(5 * time.Second):
+				case <-ctx.Done():
+					return
+				}
+			}
+			if err != nil {
+				continue
+			}
+			s.runPending(ctx, u, b, pending)
+			if ctx.Err() != nil {
+				return
+			}
 		}
 		if err := s.store.FinishBatch(context.Background(), u.ID, b.ID, time.Now()); err != nil {
 			s.log.Error("finish batch", "batch", b.ID, "err", err)
@@ -248,16 +247,46 @@ func (s *Service) startBatch(u kiln.User, b store.Batch) {
 	}()
 }
 
+// runPending runs the items, UserConcurrency at once.
+func (s *Service) runPending(ctx context.Context, u kiln.User, b store.Batch, pending []store.BatchItem) {
+	next := make(chan store.BatchItem)
+	var wg sync.WaitGroup
+	for range min(s.cfg.UserConcurrency, len(pending)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range next {
+				s.runItem(ctx, u, b, it)
+			}
+		}()
+	}
+feed:
+	for _, it := range pending {
+		select {
+		case next <- it:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+}
+
 // runItem runs and judges one item and records its result. An item cut
 // short by the service stopping is left pending.
 func (s *Service) runItem(ctx context.Context, u kiln.User, b store.Batch, rec store.BatchItem) {
 	var it storedItem
-	if err := json.Unmarshal([]byte(rec.Item), &it); err != nil {
+	var res RunResult
+	err := json.Unmarshal([]byte(rec.Item), &it)
+	if err != nil {
+		// Not an item (the store's copy is damaged): it fails rather than
+		// being tried again for ever.
 		s.log.Error("batch item", "batch", b.ID, "index", rec.Index, "err", err)
-		return
+		err = kiln.Errorf(kiln.Internal, "the stored item could not be read")
+	} else {
+		it.Item.Limits = it.Limits
+		res, err = s.runWithRetry(ctx, u, itemRun(it.Item), b.Cache)
 	}
-	it.Item.Limits = it.Limits
-	res, err := s.runWithRetry(ctx, u, itemRun(it.Item), b.Cache)
 	if ctx.Err() != nil {
 		return
 	}

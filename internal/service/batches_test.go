@@ -284,3 +284,48 @@ func TestRunCachedWithoutVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchWithADamagedItemFinishes: a stored item that cannot be read
+// (found at start) fails as rejected instead of being tried for ever, and
+// the batch's other items run.
+func TestBatchWithADamagedItemFinishes(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "kiln.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u := kiln.User{Name: "judge"}
+	if err := st.CreateUser(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	b := store.Batch{UserID: u.ID}
+	good := `{"language":"python","code":"print(1)","check":{"stdout":"1\n"},"limits":{}}`
+	if err := st.CreateBatch(ctx, &b, []string{"{damaged", good}); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError + 1}))
+	svc, err := New(ctx, Config{DataDir: dir, Workspaces: workspace.Plain, PoolSize: -1}, st, engine.New(unboxed.New(t.TempDir()), log), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(ctx)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got, err := svc.Batch(ctx, u, b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == store.BatchDone {
+			if got.Done != 2 || got.Passed != 1 || got.Reasons[string(batch.Rejected)] != 1 {
+				t.Errorf("batch = %+v, want one rejected and one passed", got)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the batch did not finish: %+v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
