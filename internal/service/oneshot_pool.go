@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,10 @@ type runPool struct {
 	limits kiln.Limits
 	pools  map[string]*pool
 	taken  atomic.Int64 // runs that started from a ready sandbox
+
+	mu        sync.Mutex
+	closed    bool           // close has begun: sandboxes go at once
+	teardowns sync.WaitGroup // one-shot sandboxes being destroyed
 }
 
 func newRunPool(s *Service, size int) *runPool {
@@ -73,10 +78,33 @@ func (rp *runPool) take(p engine.PreparedRun) (sess *engine.Session, refill func
 	return pd.sess, release
 }
 
+// closeLater destroys a one-shot run's sandbox, pooled or not, after the
+// answer has gone: its teardown (killing its processes, removing its
+// cgroups and mounts) is not the caller's to wait for. close waits for
+// it; once close has begun, the sandbox goes at once.
+func (rp *runPool) closeLater(sess *engine.Session) {
+	rp.mu.Lock()
+	if rp.closed {
+		rp.mu.Unlock()
+		sess.Close(context.Background())
+		return
+	}
+	rp.teardowns.Add(1)
+	rp.mu.Unlock()
+	go func() {
+		defer rp.teardowns.Done()
+		sess.Close(context.Background())
+	}()
+}
+
 func (rp *runPool) close(ctx context.Context) {
+	rp.mu.Lock()
+	rp.closed = true
+	rp.mu.Unlock()
 	for _, p := range rp.pools {
 		p.close(ctx)
 	}
+	rp.teardowns.Wait()
 }
 
 // makeRunPooled makes a sandbox as a one-shot run's (engine.RunPrepared)

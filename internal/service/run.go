@@ -63,7 +63,7 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 	}
 	if err == nil {
 		res, err = engine.RunPreparedIn(ctx, sess, p, engine.Events{}, then)
-		s.closeLater(sess)
+		s.runs.closeLater(sess)
 	}
 	if err != nil {
 		if k := kiln.KindOf(err); k == kiln.SandboxError || k == kiln.Internal {
@@ -84,17 +84,6 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 		s.cpu.counted(u.ID, f.Day, f.CPU)
 	}
 	return out, nil
-}
-
-// closeLater destroys a one-shot run's sandbox after the answer has gone:
-// its teardown (killing its processes, removing its cgroups and mounts)
-// is not the caller's to wait for. Close waits for it.
-func (s *Service) closeLater(sess *engine.Session) {
-	s.done.Add(1)
-	go func() {
-		defer s.done.Done()
-		sess.Close(context.Background())
-	}()
 }
 
 // collect reads the created and modified files, within the size bounds.
