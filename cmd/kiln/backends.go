@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/kiln-dev/kiln/internal/backend/docker"
 	"github.com/kiln-dev/kiln/internal/backend/native"
@@ -89,6 +90,30 @@ func imageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "built %s\n", ref)
 	} else {
 		fmt.Fprintf(stdout, "%s is up to date\n", ref)
+	}
+	return nil
+}
+
+// claimBackend makes b, for kiln serve on the data directory data, the
+// owner of what it makes, and reaps what a crashed kiln serve on the same
+// data directory left. The native backend needs nothing: its sandboxes
+// die with the process that made them.
+func claimBackend(ctx context.Context, b engine.Backend, data string, log *slog.Logger) error {
+	d, ok := b.(*docker.Backend)
+	if !ok {
+		return nil
+	}
+	abs, err := filepath.Abs(data)
+	if err != nil {
+		return kiln.Wrap(kiln.Invalid, err, "the data directory")
+	}
+	d.SetOwner(abs)
+	n, err := d.Reap(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		log.Info("reaped the containers a previous kiln serve left", "count", n)
 	}
 	return nil
 }

@@ -130,6 +130,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	b, err := newBackend(ctx, f.backend, log)
+	if err == nil {
+		err = claimBackend(ctx, b, f.data, log)
+	}
 	if err != nil {
 		st.Close()
 		return err

@@ -30,12 +30,14 @@ import (
 const (
 	labelBackend = "dev.kiln.backend"
 	labelSandbox = "dev.kiln.sandbox"
+	labelOwner   = "dev.kiln.owner"
 )
 
 // Backend makes sandboxes as containers of one image.
 type Backend struct {
 	cli   *client.Client
 	image string // empty until SetImage or BuildImage
+	owner string // when set, labels what this backend makes, and List sees only that
 	mu    sync.Mutex
 	conns map[string]*agentclient.Client
 }
@@ -59,6 +61,36 @@ func New(ctx context.Context) (*Backend, error) {
 // SetImage chooses the environment image of new sandboxes.
 func (b *Backend) SetImage(ref string) { b.image = ref }
 
+// SetOwner names the kiln that makes sandboxes (kiln serve: its data
+// directory), so that two kilns on one engine never list, and so never
+// reap, each other's containers. Call it before the first CreateSandbox.
+func (b *Backend) SetOwner(owner string) { b.owner = owner }
+
+// Reap destroys every sandbox List finds: at the start of kiln serve,
+// those a crashed kiln of the same owner left (stopped containers, whose
+// agent lost its stream, and their volumes). It returns how many.
+func (b *Backend) Reap(ctx context.Context) (int, error) {
+	ids, err := b.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for i, id := range ids {
+		if err := b.DestroySandbox(ctx, id); err != nil {
+			return i, err
+		}
+	}
+	return len(ids), nil
+}
+
+// labels are the labels of a sandbox's container and volume.
+func (b *Backend) labels(id string) map[string]string {
+	l := map[string]string{labelBackend: "docker", labelSandbox: id}
+	if b.owner != "" {
+		l[labelOwner] = b.owner
+	}
+	return l
+}
+
 // Close closes the engine's client.
 func (b *Backend) Close() error { return b.cli.Close() }
 
@@ -75,7 +107,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 	id := newID()
 	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), spec.Env...)})
 	ws := mount.Mount{Type: mount.TypeVolume, Target: "/workspace",
-		VolumeOptions: &mount.VolumeOptions{Labels: map[string]string{labelBackend: "docker", labelSandbox: id}}}
+		VolumeOptions: &mount.VolumeOptions{Labels: b.labels(id)}}
 	if spec.HostDir != "" {
 		// The service's workspace outlives the container; the container's
 		// user must own it (the directory only: its files were made by the
@@ -108,7 +140,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 			AttachStdin:  true,
 			AttachStdout: true,
 			AttachStderr: true,
-			Labels:       map[string]string{labelBackend: "docker", labelSandbox: id},
+			Labels:       b.labels(id),
 		},
 		HostConfig: &container.HostConfig{
 			NetworkMode:    "none",
@@ -209,10 +241,13 @@ func (b *Backend) remove(ctx context.Context, name string) error {
 }
 
 // List returns the sandboxes whose containers exist, found by label, also
-// those of a kiln that crashed.
+// those of a kiln that crashed; with an owner set, only that owner's.
 func (b *Backend) List(ctx context.Context) ([]string, error) {
-	res, err := b.cli.ContainerList(ctx, client.ContainerListOptions{All: true,
-		Filters: make(client.Filters).Add("label", labelBackend+"=docker")})
+	f := make(client.Filters).Add("label", labelBackend+"=docker")
+	if b.owner != "" {
+		f.Add("label", labelOwner+"="+b.owner)
+	}
+	res, err := b.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot list containers")
 	}

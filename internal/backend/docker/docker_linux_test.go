@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,5 +130,40 @@ func TestKilnSeccompProfile(t *testing.T) {
 	}
 	if got := strings.TrimSpace(out.String()); got != "-1 38" {
 		t.Errorf("io_uring_setup in a container: %q (exit %+v); want -1 38 (ENOSYS)", got, x)
+	}
+}
+
+// Two kilns on one engine, each with its owner, never list (so never
+// reap) each other's sandboxes; Reap removes the owner's own, such as
+// the stopped container a crashed kiln left.
+func TestReapOwner(t *testing.T) {
+	mine, theirs := testBackend(t), testBackend(t)
+	mine.SetOwner("test-mine-" + newID())
+	theirs.SetOwner("test-theirs-" + newID())
+	ctx := context.Background()
+	sb, err := mine.CreateSandbox(ctx, backend.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := theirs.CreateSandbox(ctx, backend.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer theirs.DestroySandbox(ctx, other.ID)
+	// The stream closes as when kiln dies: the agent exits, the container
+	// stops and stays.
+	c, _ := mine.Connect(ctx, sb.ID)
+	c.Close()
+	again := testBackend(t)
+	again.SetOwner(mine.owner)
+	n, err := again.Reap(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Reap: %d, %v; want 1 sandbox reaped", n, err)
+	}
+	if ids, _ := again.List(ctx); len(ids) != 0 {
+		t.Errorf("after Reap the owner still lists %v", ids)
+	}
+	if ids, _ := theirs.List(ctx); !slices.Contains(ids, other.ID) {
+		t.Errorf("the other owner's sandbox %s was reaped or is not listed: %v", other.ID, ids)
 	}
 }

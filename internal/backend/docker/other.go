@@ -20,6 +20,10 @@ func needsLinux() error {
 func New(context.Context) (*Backend, error) { return nil, needsLinux() }
 func (b *Backend) SetImage(string)          {}
 func (b *Backend) Close() error             { return nil }
+func (b *Backend) SetOwner(string)          {}
+func (b *Backend) Reap(context.Context) (int, error) {
+	return 0, needsLinux()
+}
 func (b *Backend) BuildImage(context.Context, string) (string, bool, error) {
 	return "", false, needsLinux()
 }
