@@ -46,6 +46,7 @@ func TestDockerImageAndRun(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "kiln-env:") {
 		t.Fatalf("kiln image build: %v\n%s", err, out)
 	}
+	t.Cleanup(func() { removeKilnImage() })
 	out, err = exec.Command(kilnBin, "image", "build").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "is up to date") {
 		t.Errorf("a second kiln image build: %v\n%s; want it up to date", err, out)
@@ -62,6 +63,7 @@ func TestDockerImageAndRun(t *testing.T) {
 func TestDockerServeReapsAfterCrash(t *testing.T) {
 	needRoot(t)
 	needDocker(t)
+	t.Cleanup(func() { removeKilnImage() })
 	data := t.TempDir()
 	// The workspace root must not be writable by others (as in test/service).
 	os.Chmod(filepath.Dir(data), 0o711)
@@ -150,4 +152,18 @@ func TestDockerServeReapsAfterCrash(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// removeKilnImage removes the environment image of the kiln under test:
+// each build of kiln has its own tag, and test runs must not pile them up
+// in the engine.
+func removeKilnImage() {
+	out, err := exec.Command(kilnBin, "image", "build").Output()
+	if f := strings.Fields(string(out)); err == nil && len(f) > 0 {
+		ref := f[0] // "KIND:TAG is up to date"
+		if f[0] == "built" {
+			ref = f[1]
+		}
+		exec.Command("docker", "rmi", "-f", ref).Run()
+	}
 }

@@ -37,6 +37,7 @@ func testBackend(t *testing.T) *Backend {
 		t.Fatal(err)
 	}
 	b.SetImage(ref)
+	testImage = ref
 	return b
 }
 
