@@ -329,3 +329,24 @@ func TestBatchWithADamagedItemFinishes(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestCacheKeyCoversTest: a program run as its tests and the same program
+// run as a program are different results, so they never share a cache
+// entry.
+func TestCacheKeyCoversTest(t *testing.T) {
+	ts := newTestService(t, Config{})
+	u := ts.user(t, "judge", false)
+	r := RunRequest{Language: "bash", Code: "echo hi"}
+	plain, err := ts.cacheKey(ctxT(t, time.Minute), u, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Test = true
+	tests, err := ts.cacheKey(ctxT(t, time.Minute), u, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain == tests {
+		t.Errorf("a run and the same run as tests share the cache key %s", plain)
+	}
+}

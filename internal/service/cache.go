@@ -49,7 +49,8 @@ func runtimeVersion(ctx context.Context, name string) (string, error) {
 
 // cacheKey is the hash of everything that decides a run's result, as far
 // as kiln can know: the runtime's version, the code, the files, stdin,
-// the arguments, the build options and the limits in force.
+// the arguments, the build options, whether it runs as tests and the
+// limits in force.
 func (s *Service) cacheKey(ctx context.Context, u kiln.User, r RunRequest) (string, error) {
 	l, err := lang.Lookup(r.Language)
 	if err != nil {
@@ -68,8 +69,9 @@ func (s *Service) cacheKey(ctx context.Context, u kiln.User, r RunRequest) (stri
 		Files                         []File
 		Stdin                         []byte
 		Args, BuildOptions            []string
+		Test                          bool
 		Limits                        kiln.Limits
-	}{l.Name, v, r.Code, r.Name, r.Files, r.Stdin, r.Args, r.BuildOptions, lim.WithDefaults()})
+	}{l.Name, v, r.Code, r.Name, r.Files, r.Stdin, r.Args, r.BuildOptions, r.Test, lim.WithDefaults()})
 	if err != nil {
 		return "", err
 	}
@@ -83,6 +85,10 @@ func (s *Service) cacheKey(ctx context.Context, u kiln.User, r RunRequest) (stri
 // choice (kiln cannot know whether a program reads the clock or
 // randomness), and never shared between users.
 func (s *Service) RunCached(ctx context.Context, u kiln.User, r RunRequest) (RunResult, error) {
+	if len(r.Mounts) > 0 {
+		// A mounted project's files are not in the key, and may change.
+		return s.Run(ctx, u, r)
+	}
 	key, err := s.cacheKey(ctx, u, r)
 	if err != nil {
 		// No key (the runtime's version probe failed, or the run is
