@@ -69,6 +69,7 @@ Usage:
   kiln serve [flags]                     the HTTP API, MCP and the web notebook at /
   kiln mcp [--server URL --key KEY]      kiln's tools for an MCP host, on stdio
   kiln batch [--server URL] FILE.jsonl   run and judge a batch of programs (results as JSON lines)
+  kiln image build                       the Docker backend's environment image, made without a registry
   kiln admin key [flags]                 a new admin API key, made on the server's host
   kiln session create|ls|get|rm ...      sessions on a kiln server (remote)
   kiln exec [flags] SESSION [CODE|-]     run a cell in a remote session
