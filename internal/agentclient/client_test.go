@@ -30,6 +30,11 @@ func fakeAgent(t *testing.T, version int, handle func(w *protocol.Writer, m *pro
 				b.Close()
 				return
 			}
+			if m.Type == protocol.TStdin {
+				// In order, as the agent takes a stream's chunks.
+				handle(w, m)
+				continue
+			}
 			go handle(w, m)
 		}
 	}()
