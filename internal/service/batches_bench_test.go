@@ -1,3 +1,5 @@
+//go:build bench
+
 package service
 
 import (
@@ -17,11 +19,8 @@ import (
 // print-and-assert items at the default concurrency, against the host
 // running the same programs directly (one python3 process each, as many
 // at once), medians of rounds in the same run. It only measures: run it
-// with KILN_BENCH=1 as root; docs/PERFORMANCE.md has its figures.
+// with go test -tags bench -run TestBatchThroughput as root; docs/PERFORMANCE.md has its figures.
 func TestBatchThroughput(t *testing.T) {
-	if os.Getenv("KILN_BENCH") == "" {
-		t.Skip("a measurement, not a check: set KILN_BENCH=1 (and run as root) to run it")
-	}
 	ts := newNativeService(t, Config{Workspaces: "tmpfs"})
 	u := ts.user(t, "bench", false)
 	const n, rounds = 200, 5
