@@ -56,7 +56,7 @@ func OpenKind(root string, kind Kind) (*Dir, error) {
 	// to is refused rather than repaired, since someone may already have
 	// planted entries in it.
 	if err := checkChain(root); err != nil {
-		return nil, kiln.Wrap(kiln.Unsupported, err, "unsafe workspace root %s", root)
+		return nil, kiln.Wrap(kiln.Unsupported, err, "unsafe workspace root %s: %v; the root and each of its parents must be a real directory owned by root, not writable by others (unless sticky, like /tmp), and searchable by others (e.g. mode 0755): choose another data directory or fix the modes", root, err)
 	}
 	// Mkdir's mode went through the umask, and an existing root may have
 	// had any mode.
