@@ -1,13 +1,11 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -118,20 +116,11 @@ func (c *Client) CreateBatch(ctx context.Context, req BatchRequest) (*Batch, err
 // batch. Cancelling ctx closes the stream; the batch goes on on the
 // server.
 func (c *Client) BatchStream(ctx context.Context, req BatchRequest, fn func(BatchItemResult)) (*Batch, error) {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("kiln client: encode request: %w", err)
-	}
-	resp, err := c.send(ctx, request{method: http.MethodPost, path: "/v1/batches", body: bytes.NewReader(b),
-		contentType: "application/json", accept: "text/event-stream"})
+	sr, body, err := c.postStream(ctx, "/v1/batches", req)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		return nil, fmt.Errorf("kiln client: asked for an event stream, the server answered %q", resp.Header.Get("Content-Type"))
-	}
-	sr := newSSEReader(resp.Body)
+	defer body.Close()
 	for {
 		_, data, err := sr.next()
 		if err != nil {

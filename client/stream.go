@@ -20,25 +20,11 @@ import (
 // whether the cell goes on running is the server's choice, so call
 // Interrupt to stop it.
 func (c *Client) ExecStream(ctx context.Context, sessionID string, req ExecRequest, fn func(Event)) (*Execution, error) {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("kiln client: encode request: %w", err)
-	}
-	resp, err := c.send(ctx, request{
-		method:      http.MethodPost,
-		path:        route("/v1/sessions/", sessionID, "/executions"),
-		body:        bytes.NewReader(b),
-		contentType: "application/json",
-		accept:      "text/event-stream",
-	})
+	sr, body, err := c.postStream(ctx, route("/v1/sessions/", sessionID, "/executions"), req)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		return nil, fmt.Errorf("kiln client: asked for an event stream, the server answered %q", resp.Header.Get("Content-Type"))
-	}
-	sr := newSSEReader(resp.Body)
+	defer body.Close()
 	for {
 		name, data, err := sr.next()
 		if err != nil {
@@ -141,4 +127,28 @@ func (r *sseReader) next() (name string, data []byte, err error) {
 		return "", nil, io.ErrUnexpectedEOF
 	}
 	return "", nil, io.EOF
+}
+
+// postStream POSTs v as JSON to path asking for an event stream, and
+// returns the stream's reader; the caller closes body.
+func (c *Client) postStream(ctx context.Context, path string, v any) (*sseReader, io.Closer, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kiln client: encode request: %w", err)
+	}
+	resp, err := c.send(ctx, request{
+		method:      http.MethodPost,
+		path:        path,
+		body:        bytes.NewReader(b),
+		contentType: "application/json",
+		accept:      "text/event-stream",
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		resp.Body.Close()
+		return nil, nil, fmt.Errorf("kiln client: asked for an event stream, the server answered %q", resp.Header.Get("Content-Type"))
+	}
+	return newSSEReader(resp.Body), resp.Body, nil
 }
