@@ -35,6 +35,29 @@ type Session struct {
 	LastActive time.Time
 	Ended      time.Time // zero while active
 	SandboxID  string
+	// Role is the caller's role in the session when it was read for a
+	// caller: RoleOwner, or the role of a share. Not stored with the
+	// session; "" where no caller was asked about.
+	Role Role
+}
+
+// Role is what a user may do in a session. The owner may do everything;
+// a collaborator runs cells, writes files and interrupts; a viewer reads
+// (history, outputs, files). The owner is charged for everything done in
+// the session.
+type Role string
+
+const (
+	RoleOwner        Role = "owner"
+	RoleCollaborator Role = "collaborator"
+	RoleViewer       Role = "viewer"
+)
+
+// Allows says whether r may do what need names: each role may do what
+// the roles after it may (owner, collaborator, viewer).
+func (r Role) Allows(need Role) bool {
+	rank := map[Role]int{RoleViewer: 1, RoleCollaborator: 2, RoleOwner: 3}
+	return rank[r] > 0 && rank[r] >= rank[need]
 }
 
 // ExecRunning is the status of an execution until it finishes; afterwards
@@ -47,11 +70,15 @@ type Execution struct {
 	SessionID string
 	UserID    string
 	Seq       int64 // 1, 2, 3, ... within the session
-	Language  string
-	Code      string
-	CodeHash  string
-	Status    string
-	Result    *CellResult // nil until finished
-	Started   time.Time
-	Ended     time.Time // zero until finished
+	// Actor is the user who ran the cell: the owner (UserID, who is
+	// charged) or a collaborator of a shared session; "" in executions
+	// from before sessions could be shared.
+	Actor    string
+	Language string
+	Code     string
+	CodeHash string
+	Status   string
+	Result   *CellResult // nil until finished
+	Started  time.Time
+	Ended    time.Time // zero until finished
 }

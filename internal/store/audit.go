@@ -6,13 +6,13 @@ import (
 	"fmt"
 )
 
-const auditCols = `id, at, user_id, action, session_id, execution_id, code_hash, outcome, detail`
+const auditCols = `id, at, user_id, action, session_id, execution_id, code_hash, outcome, detail, actor`
 
 func scanAudit(r scanner) (AuditEntry, error) {
 	var e AuditEntry
 	var at int64
 	var detail string
-	err := r.Scan(&e.ID, &at, &e.UserID, &e.Action, &e.SessionID, &e.ExecutionID, &e.CodeHash, &e.Outcome, &detail)
+	err := r.Scan(&e.ID, &at, &e.UserID, &e.Action, &e.SessionID, &e.ExecutionID, &e.CodeHash, &e.Outcome, &detail, &e.Actor)
 	e.Time, e.Detail = fromNanos(at), json.RawMessage(detail)
 	return e, err
 }
@@ -30,8 +30,8 @@ func (s *DB) AppendAudit(ctx context.Context, e *AuditEntry) error {
 	if !json.Valid(e.Detail) {
 		return fmt.Errorf("append audit: detail is not JSON")
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		e.ID, nanos(e.Time), e.UserID, e.Action, e.SessionID, e.ExecutionID, e.CodeHash, e.Outcome, string(e.Detail))
+	_, err := s.db.ExecContext(ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		e.ID, nanos(e.Time), e.UserID, e.Action, e.SessionID, e.ExecutionID, e.CodeHash, e.Outcome, string(e.Detail), e.Actor)
 	return s.conflict(err, "append audit")
 }
 

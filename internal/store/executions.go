@@ -10,14 +10,14 @@ import (
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
-const execCols = `id, session_id, user_id, seq, language, code, code_hash, status, result, started, ended`
+const execCols = `id, session_id, user_id, seq, language, code, code_hash, status, result, started, ended, actor`
 
 func scanExecution(r scanner) (Execution, error) {
 	var e Execution
 	var result string
 	var started, ended int64
 	if err := r.Scan(&e.ID, &e.SessionID, &e.UserID, &e.Seq, &e.Language, &e.Code, &e.CodeHash, &e.Status,
-		&result, &started, &ended); err != nil {
+		&result, &started, &ended, &e.Actor); err != nil {
 		return e, err
 	}
 	e.Started, e.Ended = fromNanos(started), fromNanos(ended)
@@ -66,9 +66,9 @@ func (s *DB) CreateExecution(ctx context.Context, e *Execution) error {
 		}
 		e.Seq = seq
 		_, err = tx.ExecContext(ctx, `INSERT INTO executions (`+execCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			e.ID, e.SessionID, e.UserID, e.Seq, e.Language, e.Code, e.CodeHash, e.Status, result,
-			nanos(e.Started), nanos(e.Ended))
+			nanos(e.Started), nanos(e.Ended), e.Actor)
 		return s.conflict(err, "create execution")
 	})
 }
@@ -235,8 +235,8 @@ func (s *DB) FinishCell(ctx context.Context, f CellFinish) error {
 		if a == nil {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			a.ID, nanos(a.Time), a.UserID, a.Action, a.SessionID, a.ExecutionID, a.CodeHash, a.Outcome, string(a.Detail))
+		_, err := tx.ExecContext(ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			a.ID, nanos(a.Time), a.UserID, a.Action, a.SessionID, a.ExecutionID, a.CodeHash, a.Outcome, string(a.Detail), a.Actor)
 		return s.conflict(err, "append audit")
 	})
 }

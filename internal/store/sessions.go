@@ -9,6 +9,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
 const sessionCols = `id, user_id, languages, limits, metadata, status, end_reason, idle_ttl, created, last_active, ended, sandbox_id`
@@ -34,6 +36,22 @@ func scanSession(r scanner) (Session, error) {
 	}
 	return s, nil
 }
+
+// scanSessionRole reads a session and, after its columns, the caller's
+// role from a share ("" for the owner).
+func scanSessionRole(r scanner) (Session, error) {
+	var role string
+	ss, err := scanSession(roleScanner{r, &role})
+	ss.Role = kiln.Role(role)
+	return ss, err
+}
+
+type roleScanner struct {
+	r    scanner
+	role *string
+}
+
+func (s roleScanner) Scan(dest ...any) error { return s.r.Scan(append(dest, s.role)...) }
 
 func (s *DB) CreateSession(ctx context.Context, ss *Session) error {
 	if ss.ID == "" {
@@ -92,8 +110,12 @@ func (s *DB) Session(ctx context.Context, userID, id string) (Session, error) {
 }
 
 func (s *DB) ListSessions(ctx context.Context, userID string, f SessionFilter, p Page) ([]Session, string, error) {
+	// The user's own sessions (role "") and the sessions shared with the
+	// user (role of the share).
 	q := query{}
-	q.sql = `SELECT ` + sessionCols + ` FROM sessions WHERE user_id = ` + q.arg(userID)
+	q.sql = `SELECT ` + sessionCols + `, COALESCE((SELECT role FROM session_shares sh WHERE sh.session_id = sessions.id AND sh.user_id = ` +
+		q.arg(userID) + `), '') FROM sessions WHERE (user_id = ` + q.arg(userID) +
+		` OR id IN (SELECT session_id FROM session_shares WHERE user_id = ` + q.arg(userID) + `))`
 	if f.Status != "" {
 		q.sql += ` AND status = ` + q.arg(string(f.Status))
 	}
@@ -105,7 +127,7 @@ func (s *DB) ListSessions(ctx context.Context, userID string, f SessionFilter, p
 	if err != nil {
 		return nil, "", err
 	}
-	ss, err := list(ctx, s.db, q, scanSession)
+	ss, err := list(ctx, s.db, q, scanSessionRole)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sessions: %w", err)
 	}

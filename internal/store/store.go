@@ -31,6 +31,7 @@ type Store interface {
 	Audit
 	Usage
 	Batches
+	Shares
 	Close() error
 }
 
@@ -241,6 +242,9 @@ type AuditEntry struct {
 	CodeHash    string
 	Outcome     string
 	Detail      json.RawMessage // a JSON value; {} when empty
+	// Actor is the user who acted, when a user did: in a shared session
+	// UserID is the owner (charged) and Actor the collaborator or viewer.
+	Actor string
 }
 
 // AuditFilter narrows ListAudit; zero fields match everything.
