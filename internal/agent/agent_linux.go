@@ -36,6 +36,10 @@ func Main() {
 		fmt.Fprintf(os.Stderr, "kiln boot: %v\n", err)
 		os.Exit(1)
 	}
+	if err := a.startEgress(); err != nil {
+		fmt.Fprintf(os.Stderr, "kiln agent: egress bridge: %v\n", err)
+		os.Exit(1)
+	}
 	if err := a.serve(protocol.NewReader(a.conn)); err != nil {
 		fmt.Fprintf(os.Stderr, "kiln agent: %v\n", err)
 		os.Exit(1)

@@ -19,6 +19,11 @@ type Spec struct {
 	// code); each Source is a real path that the caller resolved and
 	// allowed (native.ResolveMount).
 	Mounts []Mount
+	// EgressSocket, when set, is the host path of a unix socket on which
+	// the caller serves the sandbox's egress proxy session (package
+	// egress); a backend that supports it makes it the sandbox's only way
+	// out (native.Spec.EgressSocket), one that does not ignores it.
+	EgressSocket string
 }
 
 // Mount is a host directory (Source) shown read-only at Target in the

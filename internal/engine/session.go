@@ -29,6 +29,9 @@ type SessionSpec struct {
 	// Mounts are host folders shown read-only in the sandbox (project
 	// code), resolved and allowed by the caller (native.ResolveMount).
 	Mounts []backend.Mount
+	// EgressSocket is the host unix socket of the sandbox's egress proxy
+	// session (backend.Spec.EgressSocket), or "" for none.
+	EgressSocket string
 }
 
 // Session is one long-lived sandbox with one workspace, in which cells run
@@ -73,7 +76,7 @@ func (e *Engine) NewSession(ctx context.Context, spec SessionSpec) (*Session, er
 	if err := spec.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	sb, err := e.create(ctx, backend.Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir, Mounts: spec.Mounts})
+	sb, err := e.create(ctx, backend.Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir, Mounts: spec.Mounts, EgressSocket: spec.EgressSocket})
 	if err != nil {
 		return nil, err
 	}

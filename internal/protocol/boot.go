@@ -22,6 +22,10 @@ type Boot struct {
 	// the sandbox; each Source is a real path, without symlinks, that the
 	// boot opens refusing any (package native checks it first).
 	Mounts []Mount `json:"mounts,omitempty"`
+	// EgressSocket, when set, is the host path of the unix socket of the
+	// sandbox's egress proxy session, bound at EgressSocketPath inside
+	// (opened refusing symlinks, as Mounts are).
+	EgressSocket string `json:"egress_socket,omitempty"`
 
 	// Agent is passed on to the agent stage untouched.
 	Agent AgentConfig `json:"agent"`
@@ -51,6 +55,9 @@ type AgentConfig struct {
 	OpenFiles int64           `json:"open_files"`
 	FileSize  int64           `json:"file_size"`
 	Landlock  bool            `json:"landlock"` // required: fail an exec rather than run it without Landlock
+	// Egress, when set, is the unix socket of the egress proxy inside the
+	// sandbox; the agent bridges EgressProxyAddr to it.
+	Egress string `json:"egress,omitempty"`
 }
 
 // BootArg is argv[1] of a re-executed kiln that is to become a sandbox's

@@ -26,7 +26,7 @@ func buildRoot(cfg *protocol.Boot) error {
 		return fmt.Errorf("mkdir %s: %w", emptyLower, err)
 	}
 	steps := []func(string, *protocol.Boot) error{
-		bindSystem, buildEtc, mountProc, buildDev, mountTmp, mountWorkspace, mountProject,
+		bindSystem, buildEtc, mountProc, buildDev, mountTmp, mountWorkspace, mountProject, mountEgress,
 	}
 	for _, step := range steps {
 		if err := step(root, cfg); err != nil {
@@ -305,6 +305,41 @@ func mountProject(root string, cfg *protocol.Boot) error {
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", m.Target, err)
 		}
+	}
+	return nil
+}
+
+// mountEgress binds the host's unix socket of the sandbox's egress proxy
+// session at protocol.EgressSocketPath, the only thing in /run. The
+// socket is opened refusing every symlink on its path, as project mounts
+// are. Its mode (0600, owned by the sandbox's root) keeps user code, uid
+// 1000, from connecting to it; user code goes through the agent's
+// loopback port.
+func mountEgress(root string, cfg *protocol.Boot) error {
+	if cfg.EgressSocket == "" {
+		return nil
+	}
+	dst := filepath.Join(root, protocol.EgressSocketPath)
+	if err := mkdirAll(filepath.Dir(dst)); err != nil {
+		return err
+	}
+	if err := os.WriteFile(dst, nil, 0o600); err != nil {
+		return err
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, cfg.EgressSocket, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return fmt.Errorf("open egress socket %s: %w", cfg.EgressSocket, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return fmt.Errorf("egress socket %s is not a socket", cfg.EgressSocket)
+	}
+	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), dst, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind egress socket: %w", err)
 	}
 	return nil
 }

@@ -147,6 +147,11 @@ func (b *Backend) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error)
 			return nil, kiln.Wrap(kiln.SandboxError, err, "cannot give the workspace directory to the sandbox's user")
 		}
 	}
+	if spec.EgressSocket != "" {
+		if err := giveSocket(spec.EgressSocket, int(s.HostUID)); err != nil {
+			return nil, kiln.Wrap(kiln.SandboxError, err, "cannot give the egress socket to the sandbox")
+		}
+	}
 	if s.live, err = b.markLive(s.ID); err != nil {
 		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot register the sandbox")
 	}
@@ -249,25 +254,32 @@ func (s *Sandbox) bootConfig(spec Spec, lim kiln.Limits, h *cgroups.Handles) ([]
 	for i := range keep {
 		keep[i] = protocol.FirstCgrFD + i
 	}
-	env := append(append([]string{}, BaseEnv...), spec.Env...)
+	env := append([]string{}, BaseEnv...)
+	egressIn := ""
+	if spec.EgressSocket != "" {
+		env = append(env, protocol.EgressEnv...)
+		egressIn = protocol.EgressSocketPath
+	}
+	env = append(env, spec.Env...)
 	mounts, err := checkMounts(spec.Mounts)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(protocol.Boot{
-		Mounts:    mounts,
-		Hostname:  spec.Hostname,
-		StageDir:  filepath.Join(s.b.cfg.RuntimeDir, "stage"),
-		ROBinds:   roBinds,
-		EtcBinds:  etcBinds,
-		EtcFiles:  etcFiles(spec.Hostname),
-		Workspace: Workspace,
-		HostDir:   spec.HostDir,
-		UserUID:   UserUID,
-		TmpBytes:  lim.TmpBytes,
-		ShmBytes:  min(lim.TmpBytes, 64*kiln.MiB),
-		WorkBytes: lim.WorkspaceBytes,
-		Inodes:    lim.Inodes,
+		Mounts:       mounts,
+		Hostname:     spec.Hostname,
+		StageDir:     filepath.Join(s.b.cfg.RuntimeDir, "stage"),
+		ROBinds:      roBinds,
+		EtcBinds:     etcBinds,
+		EtcFiles:     etcFiles(spec.Hostname),
+		Workspace:    Workspace,
+		HostDir:      spec.HostDir,
+		UserUID:      UserUID,
+		TmpBytes:     lim.TmpBytes,
+		ShmBytes:     min(lim.TmpBytes, 64*kiln.MiB),
+		WorkBytes:    lim.WorkspaceBytes,
+		Inodes:       lim.Inodes,
+		EgressSocket: spec.EgressSocket,
 		Agent: protocol.AgentConfig{
 			ConnFD:    protocol.ConnFD,
 			Cgroup:    cgSpec,
@@ -278,6 +290,7 @@ func (s *Sandbox) bootConfig(spec Spec, lim kiln.Limits, h *cgroups.Handles) ([]
 			OpenFiles: lim.OpenFiles,
 			FileSize:  lim.FileSizeBytes,
 			Landlock:  s.b.landlock,
+			Egress:    egressIn,
 		},
 	})
 }
@@ -319,6 +332,22 @@ func (s *Sandbox) destroy(ctx context.Context) error {
 		return kiln.Wrap(kiln.SandboxError, errs[0], "sandbox %s was not fully removed", s.ID)
 	}
 	return nil
+}
+
+// giveSocket makes the unix socket at path the sandbox root's alone: only
+// the agent (uid 0 inside) may connect to it, not user code (uid 1000).
+func giveSocket(path string, uid int) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Type() != os.ModeSocket {
+		return fmt.Errorf("%s is not a unix socket", path)
+	}
+	if err := os.Lchown(path, uid, uid); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
 }
 
 func newID() string {

@@ -14,7 +14,7 @@ import (
 
 // CreateSandbox starts a sandbox and remembers it by id.
 func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (backend.Sandbox, error) {
-	sb, err := b.Create(ctx, Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir, Mounts: mounts(spec.Mounts)})
+	sb, err := b.Create(ctx, Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir, Mounts: mounts(spec.Mounts), EgressSocket: spec.EgressSocket})
 	if err != nil {
 		return backend.Sandbox{}, err
 	}

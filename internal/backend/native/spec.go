@@ -22,6 +22,14 @@ type Spec struct {
 	// Source must be a real path, without symlinks (ResolveMount makes
 	// one); a Target of "" is /mnt/<the source's name>.
 	Mounts []Mount
+	// EgressSocket, when set, is the host path of a unix socket on which
+	// the caller serves the sandbox's egress proxy session (package
+	// egress). Create gives it to the sandbox's root (mode 0600), the boot
+	// binds it at protocol.EgressSocketPath, the agent bridges the
+	// sandbox's loopback port protocol.EgressProxyAddr to it, and user
+	// processes get protocol.EgressEnv. Without it the sandbox has no
+	// proxy, only its empty network namespace.
+	EgressSocket string
 }
 
 // Mount is a host directory bound read-only into the sandbox.
