@@ -46,7 +46,7 @@ func CheckCell(c kiln.CellRequest, b kiln.CellBounds) (CheckedCell, error) {
 		return CheckedCell{}, err
 	}
 	if len(c.BuildOptions) > 0 {
-		if _, err := programs.CheckBuildOptions(l.Name, c.BuildOptions); err != nil {
+		if _, err := programs.CheckBuildOptions(l, c.BuildOptions); err != nil {
 			return CheckedCell{}, err
 		}
 	}

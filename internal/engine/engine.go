@@ -178,7 +178,7 @@ func Validate(r Run) error {
 	if err != nil {
 		return err
 	}
-	if err := validateCode(r); err != nil {
+	if err := validateCode(l, r); err != nil {
 		return err
 	}
 	return validateFiles(l, r.Files)
@@ -195,7 +195,7 @@ func validate(r Run) (*lang.Language, error) {
 	if err := l.Available(); err != nil {
 		return nil, err
 	}
-	if err := validateCode(r); err != nil {
+	if err := validateCode(l, r); err != nil {
 		return nil, err
 	}
 	if err := validateFiles(l, r.Files); err != nil {
@@ -205,7 +205,7 @@ func validate(r Run) (*lang.Language, error) {
 }
 
 // validateCode checks the program, its stdin, arguments and limits.
-func validateCode(r Run) error {
+func validateCode(l *lang.Language, r Run) error {
 	if strings.TrimSpace(r.Code) == "" {
 		return kiln.Errorf(kiln.Invalid, "the program is empty")
 	}
@@ -219,7 +219,7 @@ func validateCode(r Run) error {
 		return kiln.Errorf(kiln.TooLarge, "%d arguments given; the limit is %d", len(r.Args), MaxArgs)
 	}
 	if len(r.BuildOptions) > 0 {
-		if _, err := programs.CheckBuildOptions(r.Language, r.BuildOptions); err != nil {
+		if _, err := programs.CheckBuildOptions(l, r.BuildOptions); err != nil {
 			return err
 		}
 	}

@@ -26,7 +26,7 @@ func (s *Session) runProgram(ctx context.Context, l *lang.Language, c Cell, ev E
 		timeout = c.Timeout
 	}
 	p := programs.Program{
-		Language:     l.Name,
+		Language:     l,
 		Args:         c.Args,
 		BuildOptions: c.BuildOptions,
 		Test:         c.Test,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kiln-dev/kiln/internal/kernels"
 	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/programs"
 )
 
 func TestLookup(t *testing.T) {
@@ -51,8 +52,7 @@ func TestByExt(t *testing.T) {
 }
 
 // TestRegistryComplete: every language says its kind, its kernel (REPL) or
-// none (program: package programs' TestToolchainsMatchRegistry checks its
-// toolchain), its extensions, its runtime, its version probe and what to
+// its toolchain (program), its extensions, its runtime, its version probe and what to
 // install; no two claim a name, an alias or an extension.
 func TestRegistryComplete(t *testing.T) {
 	for _, p := range checkRegistry(table) {
@@ -62,7 +62,7 @@ func TestRegistryComplete(t *testing.T) {
 
 // TestRegistryCheckFindsGaps: the check above fails for each kind of gap.
 func TestRegistryCheckFindsGaps(t *testing.T) {
-	good := Language{Name: "cobol", Kind: Program, Ext: ".cob", Binary: "/usr/bin/cobc", Version: []string{"--version"}, Package: "gnucobol"}
+	good := Language{Name: "cobol", Kind: Program, Ext: ".cob", Binary: "/usr/bin/cobc", Version: []string{"--version"}, Package: "gnucobol", Toolchain: programs.C}
 	if p := good.Check(); len(p) != 0 {
 		t.Fatalf("a complete entry has problems: %q", p)
 	}
@@ -72,6 +72,9 @@ func TestRegistryCheckFindsGaps(t *testing.T) {
 		want  string
 	}{
 		{"no kernel", func(l *Language) { l.Kind = REPL }, "needs a kernel"},
+		{"toolchain on a REPL language", func(l *Language) { l.Kind, l.Kernel = REPL, kernels.Python }, "not a toolchain"},
+		{"no toolchain", func(l *Language) { l.Toolchain = nil }, "needs a toolchain"},
+		{"toolchain without steps", func(l *Language) { l.Toolchain = &programs.Toolchain{} }, "lacks a build"},
 		{"kernel of another language", func(l *Language) { l.Kind, l.Kernel = REPL, kernels.Python }, `"python"`},
 		{"kernel on a program", func(l *Language) { l.Kernel = kernels.Python }, "not a kernel"},
 		{"one-shot program", func(l *Language) { l.RunsOneShot = true }, "one-shot"},

@@ -38,7 +38,7 @@ func TestCellLeavesUserFilesAlone(t *testing.T) {
 				if err := ex.WriteFile(ctx, c.file, []byte(c.user), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				o := run(t, ex, Program{Language: c.lang, Code: []byte(c.code), Timeout: 2 * time.Minute})
+				o := run(t, ex, Program{Language: lng(c.lang), Code: []byte(c.code), Timeout: 2 * time.Minute})
 				if o.res.Phase != PhaseRun || o.res.Exit.Code != 0 || o.stdout != c.want {
 					t.Errorf("%T: got %v\nwant the cell's program printing %q", ex, o, c.want)
 				}
@@ -64,19 +64,19 @@ func TestCellNames(t *testing.T) {
 	needLanguage(t, "c")
 	h := newHost(t)
 	hello := "public class HelloWorld {\n    public static void main(String[] args) {\n        System.out.println(\"hello\");\n    }\n}\n"
-	o := run(t, h, Program{Language: "java", Code: []byte(hello), Name: "test.java"})
+	o := run(t, h, Program{Language: lng("java"), Code: []byte(hello), Name: "test.java"})
 	if o.res.Phase != PhaseRun || o.stdout != "hello\n" {
 		t.Errorf("test.java with public class HelloWorld: %v\nwant it to run", o)
 	}
 	// The same file in the workspace, as "kiln run test.java" has it.
-	o = run(t, h, Program{Language: "java", Files: []File{{Path: "test.java", Data: []byte(hello)}}, Entry: "test.java"})
+	o = run(t, h, Program{Language: lng("java"), Files: []File{{Path: "test.java", Data: []byte(hello)}}, Entry: "test.java"})
 	if o.res.Phase != PhaseRun || o.stdout != "hello\n" {
 		t.Errorf("workspace test.java with public class HelloWorld: %v\nwant it to run", o)
 	}
 	broken := strings.Replace(hello, `"hello");`, `"hello")`, 1)
 	for _, p := range []Program{
-		{Language: "java", Code: []byte(broken), Name: "test.java"},
-		{Language: "java", Files: []File{{Path: "test.java", Data: []byte(broken)}}, Entry: "test.java"},
+		{Language: lng("java"), Code: []byte(broken), Name: "test.java"},
+		{Language: lng("java"), Files: []File{{Path: "test.java", Data: []byte(broken)}}, Entry: "test.java"},
 	} {
 		o = run(t, h, p)
 		if !hasDiag(o.res.Diagnostics, "error", "test.java", 3) || strings.Contains(o.res.CompileLog, "HelloWorld.java") || strings.Contains(o.res.CompileLog, "/.kiln/") {
@@ -84,16 +84,16 @@ func TestCellNames(t *testing.T) {
 		}
 	}
 	// No name: the file the class needs.
-	o = run(t, h, Program{Language: "java", Code: []byte(broken)})
+	o = run(t, h, Program{Language: lng("java"), Code: []byte(broken)})
 	if !hasDiag(o.res.Diagnostics, "error", "HelloWorld.java", 3) {
 		t.Errorf("diagnostics %+v; want an error at HelloWorld.java:3", o.res.Diagnostics)
 	}
-	o = run(t, h, Program{Language: "c", Code: []byte("int main(void) {\n  return y;\n}\n"), Name: "sol.c"})
+	o = run(t, h, Program{Language: lng("c"), Code: []byte("int main(void) {\n  return y;\n}\n"), Name: "sol.c"})
 	if !hasDiag(o.res.Diagnostics, "error", "sol.c", 2) || strings.Contains(o.res.CompileLog, "/.kiln/") {
 		t.Errorf("diagnostics %+v, log:\n%s\nwant an error at sol.c:2, and no build area in the log", o.res.Diagnostics, o.res.CompileLog)
 	}
 	// A link error has a file but no line.
-	o = run(t, h, Program{Language: "c", Code: []byte("int f(void);\nint main(void) { return f(); }\n")})
+	o = run(t, h, Program{Language: lng("c"), Code: []byte("int f(void);\nint main(void) { return f(); }\n")})
 	if o.res.Phase != PhaseCompile || !slices.ContainsFunc(o.res.Diagnostics, func(d kiln.Diagnostic) bool {
 		return d.Severity == "error" && strings.Contains(d.Message, "undefined reference") && d.File == "main.c"
 	}) {
@@ -127,11 +127,11 @@ func TestTests(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.lang, func(t *testing.T) {
 			needLanguage(t, c.lang)
-			o := run(t, h, Program{Language: c.lang, Code: []byte(c.wrong), Timeout: 2 * time.Minute})
+			o := run(t, h, Program{Language: lng(c.lang), Code: []byte(c.wrong), Timeout: 2 * time.Minute})
 			if o.res.Phase != PhaseRun || o.res.Exit.Code == 0 || !o.res.Tests {
 				t.Errorf("a wrong solution: %v\nwant its tests run and failing", o)
 			}
-			o = run(t, h, Program{Language: c.lang, Code: []byte(c.right), Timeout: 2 * time.Minute})
+			o = run(t, h, Program{Language: lng(c.lang), Code: []byte(c.right), Timeout: 2 * time.Minute})
 			if o.res.Phase != PhaseRun || o.res.Exit.Code != 0 || !o.res.Tests {
 				t.Errorf("a right solution: %v\nwant its tests run and passing", o)
 			}
@@ -144,7 +144,7 @@ func TestTests(t *testing.T) {
 			{Path: "add.go", Data: []byte("package main\n\nfunc add(a, b int) int { return a - b }\n\nfunc main() {}\n")},
 			{Path: "add_test.go", Data: []byte("package main\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif add(2, 2) != 4 {\n\t\tt.Fatal(\"wrong\")\n\t}\n}\n")},
 		}
-		o := run(t, h, Program{Language: "go", Files: files, Entry: "add_test.go", Timeout: 2 * time.Minute})
+		o := run(t, h, Program{Language: lng("go"), Files: files, Entry: "add_test.go", Timeout: 2 * time.Minute})
 		if o.res.Phase != PhaseRun || o.res.Exit.Code == 0 || !strings.Contains(o.stdout, "FAIL") {
 			t.Errorf("add_test.go against a wrong add: %v\nwant the test to fail", o)
 		}
@@ -152,7 +152,7 @@ func TestTests(t *testing.T) {
 	t.Run("main with a body", func(t *testing.T) {
 		needLanguage(t, "rust")
 		src := strings.Replace(rust("a - b"), "fn main() {}", "fn main() { println!(\"{}\", add(1, 1)); }", 1)
-		o := run(t, h, Program{Language: "rust", Code: []byte(src), Timeout: 2 * time.Minute})
+		o := run(t, h, Program{Language: lng("rust"), Code: []byte(src), Timeout: 2 * time.Minute})
 		if o.res.Tests || o.stdout != "0\n" || !slices.ContainsFunc(o.res.Diagnostics, func(d kiln.Diagnostic) bool {
 			return d.Severity == "warning" && strings.Contains(d.Message, "were not run")
 		}) {
@@ -173,7 +173,7 @@ func TestCellHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := "#include <iostream>\n#include \"openssl/md5.h\"\nint main() { std::cout << DIGEST << '\\n'; }\n"
-	o := run(t, h, Program{Language: "cpp", Code: []byte(src)})
+	o := run(t, h, Program{Language: lng("cpp"), Code: []byte(src)})
 	if o.res.Phase != PhaseRun || o.stdout != "d41d8cd9\n" {
 		t.Errorf("got %v\nwant the header found", o)
 	}
@@ -185,7 +185,7 @@ func TestWarnings(t *testing.T) {
 	needLanguage(t, "c")
 	h := newHost(t)
 	src := "#include <stdio.h>\nint main(void) {\n  int unused;\n  fprintf(stderr, \"own\\n\");\n  return 0;\n}\n"
-	o := run(t, h, Program{Language: "c", Code: []byte(src)})
+	o := run(t, h, Program{Language: lng("c"), Code: []byte(src)})
 	if o.res.Phase != PhaseRun || o.stderr != "own\n" || !hasDiag(o.res.Diagnostics, "warning", "main.c", 3) {
 		t.Errorf("got %v\ndiagnostics %+v\nwant a run with stderr \"own\\n\" and a warning at main.c:3", o, o.res.Diagnostics)
 	}
@@ -202,7 +202,7 @@ func TestTracebacksNameTheFile(t *testing.T) {
 	} {
 		t.Run(c.lang, func(t *testing.T) {
 			needLanguage(t, c.lang)
-			o := run(t, h, Program{Language: c.lang, Code: []byte(c.code), Name: c.name, Timeout: 2 * time.Minute})
+			o := run(t, h, Program{Language: lng(c.lang), Code: []byte(c.code), Name: c.name, Timeout: 2 * time.Minute})
 			if o.res.Phase != PhaseRun || !strings.Contains(o.stderr, c.want) || strings.Contains(o.stderr, "/.kiln/") {
 				t.Errorf("got %v\nwant stderr naming %s and not the build area", o, c.want)
 			}

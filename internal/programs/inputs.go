@@ -80,7 +80,7 @@ func gather(ctx context.Context, ex Execer, j *job, given []File) (*inputs, erro
 	}
 
 	top := j.dir // where the build looks for sources
-	if j.l.Name == "java" {
+	if j.is(Java) {
 		// The main class is the entry's public class in its package, and
 		// the package's root is where javac finds the other classes.
 		data, ok := known[entry]
@@ -144,7 +144,7 @@ func gather(ctx context.Context, ex Execer, j *job, given []File) (*inputs, erro
 // files its build may read (headers, classes).
 func gatherCell(ctx context.Context, ex Execer, j *job, in *inputs, read func(string, int64)) error {
 	in.srcs = []string{j.code.disk}
-	if j.l.Name == "java" {
+	if j.is(Java) {
 		in.class, in.sourcepath = strings.TrimSuffix(path.Base(j.code.disk), ".java"), "."
 		if m := javaPackage.FindSubmatch(j.code.data); m != nil {
 			in.class = string(m[1]) + "." + in.class

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
-	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/langdef"
 )
 
 // Build options are a run's own compiler and linker flags (-O2, -std=c++17,
@@ -137,22 +137,18 @@ var javaOptions = &optionPolicy{
 // language's toolchain and returns them joined (-D NAME becomes -DNAME),
 // as the compiler is given them. The error names the refused option and
 // what is allowed.
-func CheckBuildOptions(language string, opts []string) ([]string, error) {
+func CheckBuildOptions(l *langdef.Language, opts []string) ([]string, error) {
 	if len(opts) == 0 {
 		return nil, nil
 	}
-	l, err := lang.Lookup(language)
-	if err != nil {
-		return nil, err
-	}
-	tc, ok := toolchains[l.Name]
-	if !ok {
-		tc = &toolchain{}
+	tc, ok := l.Toolchain.(*Toolchain)
+	if !ok || tc == nil {
+		tc = &Toolchain{}
 	}
 	return tc.checkOptions(l.Name, opts)
 }
 
-func (tc *toolchain) checkOptions(name string, opts []string) ([]string, error) {
+func (tc *Toolchain) checkOptions(name string, opts []string) ([]string, error) {
 	if len(opts) == 0 {
 		return nil, nil
 	}

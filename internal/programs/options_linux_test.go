@@ -25,7 +25,7 @@ int main() {
     std::printf("\n");
 }
 `)
-	p := Program{Language: "cpp", Code: md5, Name: "md5.cpp", BuildOptions: []string{"-Wno-deprecated-declarations"}}
+	p := Program{Language: lng("cpp"), Code: md5, Name: "md5.cpp", BuildOptions: []string{"-Wno-deprecated-declarations"}}
 	if o := run(t, sb.Agent, p); o.res.Phase != PhaseCompile {
 		t.Errorf("without -lcrypto: %v; want a link error", o)
 	}
@@ -35,7 +35,7 @@ int main() {
 	}
 
 	// The same code with other options is another build.
-	def := Program{Language: "c", Code: []byte("#include <stdio.h>\nint main(void) { printf(\"%d\\n\", V); }\n")}
+	def := Program{Language: lng("c"), Code: []byte("#include <stdio.h>\nint main(void) { printf(\"%d\\n\", V); }\n")}
 	for _, v := range []string{"1", "2", "1"} {
 		def.BuildOptions = []string{"-DV=" + v}
 		o := run(t, sb.Agent, def)

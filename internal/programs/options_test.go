@@ -18,7 +18,7 @@ func TestBuildOptionsAllowlist(t *testing.T) {
 	}
 	for language, cases := range ok {
 		for _, opts := range cases {
-			if _, err := CheckBuildOptions(language, opts); err != nil {
+			if _, err := CheckBuildOptions(lng(language), opts); err != nil {
 				if kiln.KindOf(err) == kiln.Unsupported {
 					continue // the toolchain is not installed here
 				}
@@ -39,7 +39,7 @@ func TestBuildOptionsAllowlist(t *testing.T) {
 	}
 	for language, cases := range refused {
 		for _, opts := range cases {
-			_, err := CheckBuildOptions(language, opts)
+			_, err := CheckBuildOptions(lng(language), opts)
 			if kiln.KindOf(err) == kiln.Unsupported {
 				continue
 			}
@@ -56,7 +56,7 @@ func TestBuildOptionsAllowlist(t *testing.T) {
 	for i := range many {
 		many[i] = "-O2"
 	}
-	if _, err := CheckBuildOptions("c", many); kiln.KindOf(err) != kiln.TooLarge && kiln.KindOf(err) != kiln.Unsupported {
+	if _, err := CheckBuildOptions(lng("c"), many); kiln.KindOf(err) != kiln.TooLarge && kiln.KindOf(err) != kiln.Unsupported {
 		t.Errorf("%d options: %v; want TooLarge", len(many), err)
 	}
 }

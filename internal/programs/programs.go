@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
-	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/langdef"
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
@@ -56,7 +56,9 @@ type File struct {
 // Program is one cell of a program language. It is either Code, a cell's
 // source, or a program already in the workspace, named by Entry.
 type Program struct {
-	Language string // a program language of package lang, by name or alias
+	// Language is a program language's registry entry (package lang):
+	// its toolchain says how the program is built and run.
+	Language *langdef.Language
 	// Code, when not nil, is the program: a source file that lives in the
 	// build area, never in the workspace, so a cell cannot overwrite a
 	// user's file. It is built alone, with the workspace on its include
@@ -137,10 +139,11 @@ const maxCompileLog = 1 << 20
 // ended. Errors are kiln errors: Invalid for a bad program, Unsupported for a
 // runtime missing on the host, SandboxError when the sandbox failed.
 func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (Result, error) {
-	l, tc, err := lookup(p.Language)
+	tc, err := lookup(p.Language)
 	if err != nil {
 		return Result{}, err
 	}
+	l := p.Language
 	p = withDefaults(p, l, tc)
 	if err := validate(ex, p, tc); err != nil {
 		return Result{}, err
@@ -178,7 +181,7 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 		return Result{}, err
 	}
 	j.srcs, j.class, j.sourcepath = in.srcs, in.class, in.sourcepath
-	if p.Test && l.Name == "rust" {
+	if p.Test && j.is(Rust) {
 		j.test, j.notes = true, nil
 	}
 
@@ -259,13 +262,13 @@ func build(ctx context.Context, ex Execer, j *job, in *inputs, p Program) (res R
 	if j.code != nil {
 		files[j.code.disk] = j.code.data
 	}
-	if j.l.Name == "go" {
+	if j.is(Go) {
 		files[path.Join(j.area, "go")+"/"] = nil
 	}
 	if err := areaWrite(ctx, ex, files); err != nil {
 		return Result{}, false, err
 	}
-	if j.l.Name == "go" {
+	if j.is(Go) {
 		if err := seedGoCache(ctx, ex, j); err != nil {
 			return Result{}, false, err
 		}
@@ -361,7 +364,7 @@ func hasError(ds []kiln.Diagnostic) bool {
 
 // diagnostics parses a compile log (already rid of the build area's
 // paths) into diagnostics with paths relative to the workspace.
-func (tc *toolchain) diagnostics(j *job, log string) []kiln.Diagnostic {
+func (tc *Toolchain) diagnostics(j *job, log string) []kiln.Diagnostic {
 	return relative(tc.parse(log), j)
 }
 
@@ -385,22 +388,25 @@ func relative(ds []kiln.Diagnostic, j *job) []kiln.Diagnostic {
 	return ds
 }
 
-func lookup(name string) (*lang.Language, *toolchain, error) {
-	l, err := lang.Lookup(name)
-	if err != nil {
-		return nil, nil, err
+// lookup is the toolchain of a program language's entry, with the
+// language's extensions as its sources.
+func lookup(l *langdef.Language) (*Toolchain, error) {
+	if l == nil {
+		return nil, kiln.Errorf(kiln.Invalid, "no language given for the program")
 	}
-	tc, ok := toolchains[l.Name]
-	if !ok {
-		return nil, nil, kiln.Errorf(kiln.Invalid, "%s is not a program language: its cells run in a kernel", l.Name)
+	tc, ok := l.Toolchain.(*Toolchain)
+	if !ok || tc == nil {
+		return nil, kiln.Errorf(kiln.Invalid, "%s is not a program language: its cells run in a kernel", l.Name)
 	}
 	if err := l.Available(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return l, tc, nil
+	own := *tc
+	own.sources = l.Exts()
+	return &own, nil
 }
 
-func withDefaults(p Program, l *lang.Language, tc *toolchain) Program {
+func withDefaults(p Program, l *langdef.Language, tc *Toolchain) Program {
 	d := kiln.DefaultLimits()
 	if p.Timeout <= 0 {
 		p.Timeout = d.Timeout
@@ -440,7 +446,7 @@ func withDefaults(p Program, l *lang.Language, tc *toolchain) Program {
 	return p
 }
 
-func validate(ex Execer, p Program, tc *toolchain) error {
+func validate(ex Execer, p Program, tc *Toolchain) error {
 	if _, ok := ex.(StdinExecer); p.StdinStream != nil && !ok {
 		return kiln.Errorf(kiln.Unsupported, "this runner cannot stream stdin to a program")
 	}
@@ -450,14 +456,14 @@ func validate(ex Execer, p Program, tc *toolchain) error {
 		}
 		if p.Name != "" && (p.Name != path.Base(p.Name) || strings.HasPrefix(p.Name, "-") || strings.HasPrefix(p.Name, ".") ||
 			!tc.isSource(p.Name) || strings.ContainsAny(p.Name, "\x00\n\r\\") || len(p.Name) > 200 || !utf8.ValidString(p.Name)) {
-			return kiln.Errorf(kiln.Invalid, "the file name %q must be a plain %s file name (%s), without a folder", p.Name, p.Language, strings.Join(tc.sources, ", "))
+			return kiln.Errorf(kiln.Invalid, "the file name %q must be a plain %s file name (%s), without a folder", p.Name, p.Language.Name, strings.Join(tc.sources, ", "))
 		}
 	} else {
 		if !local(p.Entry) {
 			return kiln.Errorf(kiln.Invalid, "the entry %q must be a path inside the workspace", p.Entry)
 		}
 		if strings.HasPrefix(path.Base(p.Entry), "-") || !tc.isSource(p.Entry) {
-			return kiln.Errorf(kiln.Invalid, "the entry %q is not a %s source file (%s)", p.Entry, p.Language, strings.Join(tc.sources, ", "))
+			return kiln.Errorf(kiln.Invalid, "the entry %q is not a %s source file (%s)", p.Entry, p.Language.Name, strings.Join(tc.sources, ", "))
 		}
 	}
 	for _, f := range p.Files {
@@ -540,8 +546,8 @@ func (b *boundedBuffer) String() string {
 
 // EntryName is the default entry of a program in the workspace: main.c,
 // Main.java, and so on.
-func EntryName(language string) (string, error) {
-	l, tc, err := lookup(language)
+func EntryName(l *langdef.Language) (string, error) {
+	tc, err := lookup(l)
 	if err != nil {
 		return "", err
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/agentclient"
 	"github.com/kiln-dev/kiln/internal/backend/native"
 	"github.com/kiln-dev/kiln/internal/kiln"
-	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/langdef"
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
@@ -67,11 +67,7 @@ func newHost(t testing.TB) *hostExecer {
 // install (CI has them all).
 func needLanguage(t testing.TB, name string) {
 	t.Helper()
-	l, err := lang.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Available(); err != nil {
+	if err := lng(name).Available(); err != nil {
 		t.Skip(kiln.Message(err))
 	}
 }
@@ -89,7 +85,7 @@ func run(t testing.TB, ex Execer, p Program) outcome {
 	start := time.Now()
 	res, err := Run(context.Background(), ex, p, &stdout, &stderr)
 	if err != nil {
-		t.Fatalf("Run(%s %s): %v", p.Language, p.Entry, err)
+		t.Fatalf("Run(%s %s): %v", p.Language.Name, p.Entry, err)
 	}
 	return outcome{res: res, stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
 }
@@ -103,8 +99,7 @@ func entryOf(language string) string {
 	if language == "java" {
 		return "Main.java"
 	}
-	l, _ := lang.Lookup(language)
-	return "main" + l.Ext
+	return "main" + lng(language).Ext
 }
 
 // lcase is one case of the compatibility suite.
@@ -122,7 +117,7 @@ func (s suite) cases() []lcase {
 	// host. The cases are not about time limits, except where they say so.
 	const timeout = 2 * time.Minute
 	prog := func(src string) Program {
-		return Program{Language: s.lang, Files: []File{{Path: entry, Data: []byte(src)}}, Timeout: timeout}
+		return Program{Language: lng(s.lang), Files: []File{{Path: entry, Data: []byte(src)}}, Timeout: timeout}
 	}
 	ranOK := func(want string) func(t *testing.T, o outcome, ex Execer) {
 		return func(t *testing.T, o outcome, ex Execer) {
@@ -177,12 +172,12 @@ func (s suite) cases() []lcase {
 				t.Errorf("ReadFile(out.txt) = %q, %v; want \"artifact\\n\"", got, err)
 			}
 		}},
-		{name: "multi file", prog: Program{Language: s.lang, Files: s.multi, Timeout: timeout}, host: true, check: ranOK(s.multiWant)},
+		{name: "multi file", prog: Program{Language: lng(s.lang), Files: s.multi, Timeout: timeout}, host: true, check: ranOK(s.multiWant)},
 		{name: "timeout", prog: looping, check: func(t *testing.T, o outcome, ex Execer) {
 			// The first run, with an argument, stops and builds; the
 			// second loops, so only the run meets the short timeout.
 			ranOK("stopped\n")(t, o, ex)
-			p := Program{Language: s.lang, Timeout: time.Second}
+			p := Program{Language: lng(s.lang), Timeout: time.Second}
 			o = run(t, ex, p)
 			if !o.res.Cached || o.res.Phase != PhaseRun || !o.res.Exit.TimedOut {
 				t.Errorf("got %v, cached %v\nwant a cached build and a run that timed out", o, o.res.Cached)
@@ -214,7 +209,7 @@ func TestLanguages(t *testing.T) {
 					o := run(t, sb.Agent, c.prog)
 					if c.name == "hello" {
 						t.Logf("%s hello world, compiled and run in the sandbox: %v (run %v)", s.lang, o.took.Round(time.Millisecond), time.Duration(o.res.Exit.WallNs).Round(time.Millisecond))
-						again := run(t, sb.Agent, Program{Language: s.lang})
+						again := run(t, sb.Agent, Program{Language: lng(s.lang)})
 						t.Logf("%s hello world again, cached %v: %v", s.lang, again.res.Cached, again.took.Round(time.Millisecond))
 						if !again.res.Cached || again.stdout != o.stdout {
 							t.Errorf("second run: %v, cached %v; want the cached build's output", again, again.res.Cached)
@@ -245,7 +240,7 @@ func TestCache(t *testing.T) {
 	needLanguage(t, "c")
 	sb := newSandbox(t, newBackend(t), native.Spec{})
 	src := func(msg string) Program {
-		return Program{Language: "c", Files: []File{{Path: "main.c", Data: []byte("#include <stdio.h>\nint main(void) { puts(\"" + msg + "\"); return 0; }\n")}}}
+		return Program{Language: lng("c"), Files: []File{{Path: "main.c", Data: []byte("#include <stdio.h>\nint main(void) { puts(\"" + msg + "\"); return 0; }\n")}}}
 	}
 	ex := &countingExecer{Execer: sb.Agent}
 	first := run(t, ex, src("first"))
@@ -275,7 +270,7 @@ func TestCache(t *testing.T) {
 	}
 	// A header is an input too, though it is not compiled by itself.
 	hdr := func(v string) Program {
-		return Program{Language: "c", Files: []File{
+		return Program{Language: lng("c"), Files: []File{
 			{Path: "main.c", Data: []byte("#include <stdio.h>\n#include \"inc/v.h\"\nint main(void) { puts(V); return 0; }\n")},
 			{Path: "inc/v.h", Data: []byte("#define V \"" + v + "\"\n")},
 		}}
@@ -285,7 +280,7 @@ func TestCache(t *testing.T) {
 		t.Errorf("after a header changed: cached %v, stdout %q; want a new build printing two", o.res.Cached, o.stdout)
 	}
 	// Sources already in the workspace: no files, same build.
-	if o := run(t, sb.Agent, Program{Language: "c"}); !o.res.Cached || o.stdout != "two\n" {
+	if o := run(t, sb.Agent, Program{Language: lng("c")}); !o.res.Cached || o.stdout != "two\n" {
 		t.Errorf("without files: cached %v, stdout %q; want the cached build printing two", o.res.Cached, o.stdout)
 	}
 	// Old builds are evicted.
@@ -312,7 +307,7 @@ func TestCompilerBombs(t *testing.T) {
 			src += fmt.Sprintf("constexpr long v%d = f(%d);\n", i, i)
 		}
 		src += "int main() { return v0 == v19; }\n"
-		o := run(t, sb.Agent, Program{Language: "cpp", Files: []File{{Path: "main.cpp", Data: []byte(src)}}, Timeout: 3 * time.Second})
+		o := run(t, sb.Agent, Program{Language: lng("cpp"), Files: []File{{Path: "main.cpp", Data: []byte(src)}}, Timeout: 3 * time.Second})
 		t.Logf("%v, %d MiB peak: %+v", o.took.Round(time.Millisecond), o.res.Exit.PeakMemory>>20, o.res.Diagnostics)
 		if o.res.Phase != PhaseCompile || !o.res.Exit.TimedOut || len(o.res.Diagnostics) == 0 || !strings.Contains(o.res.Diagnostics[0].Message, "time limit") {
 			t.Errorf("got %v\ndiagnostics %+v\nwant a compile stopped by the time limit", o, o.res.Diagnostics)
@@ -323,7 +318,7 @@ func TestCompilerBombs(t *testing.T) {
 		sb := newSandbox(t, b, native.Spec{Limits: kiln.Limits{MemoryBytes: 128 * kiln.MiB}})
 		// Ten million initializers from a few lines of macros.
 		src := "#define ONE 1,\n#define A(x) x x x x x x x x x x\nint v[] = { A(A(A(A(A(A(A(ONE))))))) };\nint main() { return v[0] - 1; }\n"
-		o := run(t, sb.Agent, Program{Language: "cpp", Files: []File{{Path: "main.cpp", Data: []byte(src)}}, Timeout: 30 * time.Second, MemoryBytes: 128 * kiln.MiB})
+		o := run(t, sb.Agent, Program{Language: lng("cpp"), Files: []File{{Path: "main.cpp", Data: []byte(src)}}, Timeout: 30 * time.Second, MemoryBytes: 128 * kiln.MiB})
 		t.Logf("%v, %d MiB peak: %+v", o.took.Round(time.Millisecond), o.res.Exit.PeakMemory>>20, o.res.Diagnostics)
 		if o.res.Phase != PhaseCompile || !o.res.Exit.OOMKilled || len(o.res.Diagnostics) == 0 || !strings.Contains(o.res.Diagnostics[0].Message, "out of memory") {
 			t.Errorf("got %v\ndiagnostics %+v\nwant a compile stopped by the memory limit", o, o.res.Diagnostics)
@@ -335,19 +330,19 @@ func TestCompilerBombs(t *testing.T) {
 func TestInvalid(t *testing.T) {
 	needLanguage(t, "c")
 	for _, p := range []Program{
-		{Language: "cobol"},
-		{Language: "python"},
-		{Language: "c", Entry: "../main.c"},
-		{Language: "c", Entry: "/etc/passwd.c"},
-		{Language: "c", Entry: "main.py"},
-		{Language: "c", Entry: "-o.c"},
-		{Language: "c", Entry: "missing.c"},
-		{Language: "php"},
-		{Language: "c", Files: []File{{Path: "../x.c"}}},
-		{Language: "c", Code: []byte("int main(void) { return 0; }"), Name: "../x.c"},
-		{Language: "c", Code: []byte("int main(void) { return 0; }"), Name: "x.py"},
-		{Language: "c", Code: []byte("int main(void) { return 0; }"), Name: strings.Repeat("x", 300) + ".c"},
-		{Language: "c", Code: []byte("int main(void) { return 0; }"), Entry: "main.c"},
+		{Language: &langdef.Language{Name: "cobol", Kind: langdef.Program}},
+		{Language: lng("python")},
+		{Language: lng("c"), Entry: "../main.c"},
+		{Language: lng("c"), Entry: "/etc/passwd.c"},
+		{Language: lng("c"), Entry: "main.py"},
+		{Language: lng("c"), Entry: "-o.c"},
+		{Language: lng("c"), Entry: "missing.c"},
+		{Language: lng("php")},
+		{Language: lng("c"), Files: []File{{Path: "../x.c"}}},
+		{Language: lng("c"), Code: []byte("int main(void) { return 0; }"), Name: "../x.c"},
+		{Language: lng("c"), Code: []byte("int main(void) { return 0; }"), Name: "x.py"},
+		{Language: lng("c"), Code: []byte("int main(void) { return 0; }"), Name: strings.Repeat("x", 300) + ".c"},
+		{Language: lng("c"), Code: []byte("int main(void) { return 0; }"), Entry: "main.c"},
 	} {
 		_, err := Run(context.Background(), newHost(t), p, io.Discard, io.Discard)
 		if kiln.KindOf(err) != kiln.Invalid {
@@ -361,7 +356,7 @@ func TestInvalid(t *testing.T) {
 func TestStdinStream(t *testing.T) {
 	needLanguage(t, "c")
 	src := []byte("#include <stdio.h>\nint main(void) { char l[64]; while (fgets(l, sizeof l, stdin)) printf(\"[%s]\", l); return 0; }\n")
-	p := Program{Language: "c", Files: []File{{Path: "main.c", Data: src}}, Timeout: time.Minute}
+	p := Program{Language: lng("c"), Files: []File{{Path: "main.c", Data: src}}, Timeout: time.Minute}
 	p.StdinStream = strings.NewReader("one\ntwo\n")
 	if _, err := Run(context.Background(), newHost(t), p, io.Discard, io.Discard); kiln.KindOf(err) != kiln.Unsupported {
 		t.Errorf("StdinStream on a runner without ExecStdin: %v, want an unsupported error", err)
@@ -421,7 +416,7 @@ func TestUncached(t *testing.T) {
 		}
 	}
 	for _, msg := range []string{"one", "one", "two"} {
-		o := run(t, h, Program{Language: "c", Files: []File{{Path: "main.c", Data: []byte("#include <stdio.h>\nint main(void) { puts(\"" + msg + "\"); return 0; }\n")}}})
+		o := run(t, h, Program{Language: lng("c"), Files: []File{{Path: "main.c", Data: []byte("#include <stdio.h>\nint main(void) { puts(\"" + msg + "\"); return 0; }\n")}}})
 		if o.res.Cached || o.stdout != msg+"\n" {
 			t.Errorf("cached %v, stdout %q; want an uncached build printing %s", o.res.Cached, o.stdout, msg)
 		}
@@ -442,11 +437,11 @@ func TestJavaPackage(t *testing.T) {
 		{Path: "src/app/tools/Helper.java", Data: []byte("package app.tools;\n\nclass Helper {\n    static String name() { return \"tool\"; }\n}\n")},
 		twice("2"),
 	}
-	o := run(t, h, Program{Language: "java", Files: files, Entry: "src/app/tools/Tool.java"})
+	o := run(t, h, Program{Language: lng("java"), Files: files, Entry: "src/app/tools/Tool.java"})
 	if o.res.Phase != PhaseRun || o.stdout != "tool 42\n" {
 		t.Errorf("got %v\nwant tool 42", o)
 	}
-	o = run(t, h, Program{Language: "java", Files: []File{twice("3")}, Entry: "src/app/tools/Tool.java"})
+	o = run(t, h, Program{Language: lng("java"), Files: []File{twice("3")}, Entry: "src/app/tools/Tool.java"})
 	if o.res.Cached || o.stdout != "tool 63\n" {
 		t.Errorf("after a change in another package: cached %v, %v\nwant a new build printing tool 63", o.res.Cached, o)
 	}
@@ -476,7 +471,7 @@ func TestGoFirstBuildIsSeeded(t *testing.T) {
 	src := "package main\n\nimport (\n\t\"encoding/json\"\n\t\"fmt\"\n)\n\nfunc main() {\n\tb, _ := json.Marshal([]int{1, 2})\n\tfmt.Println(string(b))\n}\n"
 	var out bytes.Buffer
 	start := time.Now()
-	res, err := Run(context.Background(), sb.Agent, Program{Language: "go", Files: []File{{Path: "main.go", Data: []byte(src)}}}, &out, io.Discard)
+	res, err := Run(context.Background(), sb.Agent, Program{Language: lng("go"), Files: []File{{Path: "main.go", Data: []byte(src)}}}, &out, io.Discard)
 	took := time.Since(start)
 	if err != nil || res.Exit.Code != 0 || out.String() != "[1,2]\n" {
 		t.Fatalf("first Go build: %v, %+v, %q, log %s", err, res.Exit, out.String(), res.CompileLog)

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
-	"github.com/kiln-dev/kiln/internal/lang"
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
@@ -46,9 +45,9 @@ func HasScriptTests(language string) bool {
 // it (written to the build area under p.Name, with the workspace on the
 // import path).
 func RunScriptTests(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (Result, error) {
-	l, err := lang.Lookup(p.Language)
-	if err != nil {
-		return Result{}, err
+	l := p.Language
+	if l == nil {
+		return Result{}, kiln.Errorf(kiln.Invalid, "no language given for the test file")
 	}
 	if !HasScriptTests(l.Name) {
 		return Result{}, kiln.Errorf(kiln.Invalid, "%s has no test runner here; tests run for Python (pytest), JavaScript (node --test), Go and Rust", l.Name)
@@ -56,7 +55,7 @@ func RunScriptTests(ctx context.Context, ex Execer, p Program, stdout, stderr io
 	if err := l.Available(); err != nil {
 		return Result{}, err
 	}
-	p = withDefaults(p, l, &toolchain{})
+	p = withDefaults(p, l, &Toolchain{})
 	root, area := Workspace, BuildArea
 	if w, ok := ex.(interface{ WorkspaceDir() string }); ok {
 		root = w.WorkspaceDir()

@@ -30,7 +30,7 @@ func TestScriptTests(t *testing.T) {
 			t.Fatal(err)
 		}
 		var stdout, stderr strings.Builder
-		res, err := RunScriptTests(t.Context(), sb.Agent, Program{Language: "python", Code: []byte(src), Name: "test_sol.py"}, &stdout, &stderr)
+		res, err := RunScriptTests(t.Context(), sb.Agent, Program{Language: lng("python"), Code: []byte(src), Name: "test_sol.py"}, &stdout, &stderr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestScriptTests(t *testing.T) {
 			"test('breaks', () => { assert.strictEqual(1 + 1, 3); });\n" +
 			"test('later', { skip: true }, () => {});\n"
 		var stdout, stderr strings.Builder
-		res, err := RunScriptTests(t.Context(), sb.Agent, Program{Language: "javascript", Code: []byte(src), Name: "sol.test.js"}, &stdout, &stderr)
+		res, err := RunScriptTests(t.Context(), sb.Agent, Program{Language: lng("javascript"), Code: []byte(src), Name: "sol.test.js"}, &stdout, &stderr)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,7 @@ func TestTestResults(t *testing.T) {
 			"func TestBad(t *testing.T) { t.Fatal(\"wrong answer 3\") }\n\n" +
 			"func TestLater(t *testing.T) { t.Skip(\"not today\") }\n\n" +
 			"func TestTable(t *testing.T) {\n\tt.Run(\"one\", func(t *testing.T) {})\n}\n"
-		o := run(t, sb.Agent, Program{Language: "go", Code: []byte(src), Name: "sol_test.go", Timeout: 2 * time.Minute})
+		o := run(t, sb.Agent, Program{Language: lng("go"), Code: []byte(src), Name: "sol_test.go", Timeout: 2 * time.Minute})
 		want := []kiln.TestCase{
 			{Name: "TestGood", Status: "passed"},
 			{Name: "TestBad", Status: "failed"},
@@ -50,7 +50,7 @@ func TestTestResults(t *testing.T) {
 			"    #[test]\n    fn adds() { assert_eq!(add(2, 2), 4); }\n\n" +
 			"    #[test]\n    fn zero() { assert_eq!(add(0, 0), 0); }\n\n" +
 			"    #[test]\n    #[ignore]\n    fn slow() {}\n}\n"
-		o := run(t, sb.Agent, Program{Language: "rust", Code: []byte(src), Name: "sol.rs", Timeout: 2 * time.Minute})
+		o := run(t, sb.Agent, Program{Language: lng("rust"), Code: []byte(src), Name: "sol.rs", Timeout: 2 * time.Minute})
 		want := []kiln.TestCase{
 			{Name: "tests::adds", Status: "failed"},
 			{Name: "tests::slow", Status: "skipped"},
@@ -70,7 +70,7 @@ func TestTestResults(t *testing.T) {
 		needLanguage(t, "rust")
 		// main has a body, so only Test makes it run the tests.
 		src := "fn main() { println!(\"main\"); }\n\n#[test]\nfn one() { assert!(true); }\n"
-		o := run(t, sb.Agent, Program{Language: "rust", Code: []byte(src), Name: "sol.rs", Test: true, Timeout: 2 * time.Minute})
+		o := run(t, sb.Agent, Program{Language: lng("rust"), Code: []byte(src), Name: "sol.rs", Test: true, Timeout: 2 * time.Minute})
 		if !o.res.Tests || len(o.res.TestCases) != 1 || o.res.TestCases[0].Status != "passed" || strings.Contains(o.stdout, "main\n") {
 			t.Errorf("Test on a Rust file whose main has a body: %v, cases %v; want its test run, not main", o, o.res.TestCases)
 		}

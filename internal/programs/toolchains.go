@@ -15,7 +15,7 @@ import (
 	"sync"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
-	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/langdef"
 )
 
 // step is one command: argv (absolute program first) and extra environment.
@@ -32,12 +32,14 @@ const (
 	tree                   // files with the toolchain's extensions below the entry's directory
 )
 
-// toolchain says how one language builds and runs a program. The table is
-// the policy a reviewer reads: every flag of every compiler is here.
-type toolchain struct {
+// Toolchain says how one language builds and runs a program: the registry
+// (package lang) names one per program language (C, Go, ...). These values
+// are the policy a reviewer reads: every flag of every compiler is here.
+type Toolchain struct {
 	entry string // the default entry when it is not main<ext>
 	// sources are the extensions of the files the build compiles,
-	// case-sensitive: the language's, from the registry (init below).
+	// case-sensitive: the language's (lookup copies them in from its
+	// registry entry).
 	sources []string
 	headers []string // extensions or exact names of other files the build reads
 	scope   scope
@@ -65,8 +67,8 @@ type toolchain struct {
 
 // job is one build and run, as the steps need it.
 type job struct {
-	l          *lang.Language
-	tc         *toolchain
+	l          *langdef.Language
+	tc         *Toolchain
 	root       string   // the workspace as programs see it
 	area       string   // the build area as programs see it (BuildArea)
 	dir        string   // the entry's directory, relative to the workspace ("." for the top)
@@ -102,20 +104,20 @@ func (j *job) setCode(name string, data []byte) {
 		if name == "" {
 			name = "main" + j.l.Ext
 		}
-		if j.l.Name == "java" {
+		if j.is(Java) {
 			name = javaClassName(data, "Main") + ".java"
 		}
 	}
 	disk := name
-	switch j.l.Name {
-	case "java":
+	switch {
+	case j.is(Java):
 		disk = javaClassName(data, strings.TrimSuffix(name, ".java")) + ".java"
-	case "go":
+	case j.is(Go):
 		j.test, j.notes = goTests(name, [][]byte{data}, nil, name)
 		if j.test && !strings.HasSuffix(disk, "_test.go") {
 			disk = strings.TrimSuffix(disk, ".go") + "_test.go"
 		}
-	case "rust":
+	case j.is(Rust):
 		j.test, j.notes = rustTests(data, name)
 	}
 	j.code = &code{shown: name, disk: j.codePath(disk, data), data: data}
@@ -169,24 +171,24 @@ func (j *job) execDir() string {
 
 func (j *job) bin() string { return path.Join(j.out, "main") }
 
-func (tc *toolchain) isSource(name string) bool {
+// is reports whether the job's language is built by tc: the few steps
+// that differ by language ask this, never the language's name.
+func (j *job) is(tc *Toolchain) bool { return j.l.Toolchain == langdef.Toolchain(tc) }
+
+func (tc *Toolchain) isSource(name string) bool {
 	return slices.ContainsFunc(tc.sources, func(ext string) bool { return strings.HasSuffix(name, ext) })
 }
 
 // isInput reports whether the build may read a file of this name.
-func (tc *toolchain) isInput(name string) bool {
+func (tc *Toolchain) isInput(name string) bool {
 	return tc.isSource(name) || slices.ContainsFunc(tc.headers, func(h string) bool {
 		return strings.HasSuffix(name, h) && (strings.HasPrefix(h, ".") || name == h)
 	})
 }
 
-// toolchains has the build policy of each program language of package
-// lang's registry, by name: the registry says what the language is (its
-// compiler, extensions, version probe), this table how it is built. It is
-// keyed rather than held by the registry because programs imports lang;
-// TestToolchainsMatchRegistry keeps the two in step.
-var toolchains = map[string]*toolchain{
-	"c": {
+// The toolchains of the program languages, for the registry's entries.
+var (
+	C = &Toolchain{
 		headers:   []string{".h", ".inc"},
 		scope:     tree,
 		cellReads: headerOf(".h", ".inc"),
@@ -194,8 +196,8 @@ var toolchains = map[string]*toolchain{
 		build:     gcc("-std=gnu17", "-lm"),
 		run:       runBinary,
 		parse:     parseGCC,
-	},
-	"cpp": {
+	}
+	CPP = &Toolchain{
 		headers:   []string{".h", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc"},
 		scope:     tree,
 		cellReads: headerOf(".h", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".inc"),
@@ -203,8 +205,8 @@ var toolchains = map[string]*toolchain{
 		build:     gcc("-std=gnu++20"),
 		run:       runBinary,
 		parse:     parseGCC,
-	},
-	"fortran": {
+	}
+	Fortran = &Toolchain{
 		headers:   []string{".inc", ".h"},
 		scope:     tree,
 		cellReads: headerOf(".inc", ".h"),
@@ -222,8 +224,8 @@ var toolchains = map[string]*toolchain{
 		},
 		run:   runBinary,
 		parse: parseGCC,
-	},
-	"go": {
+	}
+	Go = &Toolchain{
 		// modules.txt: a vendored module's list, which go checks against
 		// go.mod; the vendored sources are .go files of the tree.
 		headers:   []string{"go.mod", "go.sum", "go.work", "modules.txt"},
@@ -290,8 +292,8 @@ var toolchains = map[string]*toolchain{
 			}}
 		},
 		parse: parseGo,
-	},
-	"java": {
+	}
+	Java = &Toolchain{
 		entry:     "Main.java",
 		scope:     tree,
 		cellReads: func(name string) bool { return strings.HasSuffix(name, ".java") },
@@ -312,8 +314,8 @@ var toolchains = map[string]*toolchain{
 				"-cp", j.out, j.class)}
 		},
 		parse: parseJavac,
-	},
-	"php": {
+	}
+	PHP = &Toolchain{
 		scope: entryOnly,
 		build: func(j *job) step {
 			return step{argv: append(append([]string{j.l.Binary}, phpINI(j)...), "-l", j.entryArg())}
@@ -322,14 +324,14 @@ var toolchains = map[string]*toolchain{
 			return step{argv: append(append([]string{j.l.Binary}, phpINI(j)...), j.entryArg())}
 		},
 		parse: parsePHP,
-	},
-	"ruby": {
+	}
+	Ruby = &Toolchain{
 		scope: entryOnly,
 		build: func(j *job) step { return step{argv: []string{j.l.Binary, "-wc", j.entryArg()}} },
 		run:   func(j *job) step { return step{argv: []string{j.l.Binary, j.entryArg()}} },
 		parse: parseRuby,
-	},
-	"rust": {
+	}
+	Rust = &Toolchain{
 		scope:     tree,
 		options:   rustOptions,
 		testCases: parseRustTests,
@@ -351,18 +353,19 @@ var toolchains = map[string]*toolchain{
 		},
 		run:   runBinary,
 		parse: parseRustc,
-	},
+	}
+)
+
+// Problems lists what the toolchain lacks to build and run l's programs
+// (langdef.Toolchain; the registry's Check calls it).
+func (tc *Toolchain) Problems(l *langdef.Language) []string {
+	if tc.build == nil || tc.run == nil || tc.parse == nil {
+		return []string{"its toolchain lacks a build, run or parse step"}
+	}
+	return nil
 }
 
-// init takes each toolchain's sources from its language's extensions, so
-// that they are written once, in the registry.
-func init() {
-	for name, tc := range toolchains {
-		if l, err := lang.Lookup(name); err == nil {
-			tc.sources = l.Exts()
-		}
-	}
-}
+var _ langdef.Toolchain = (*Toolchain)(nil)
 
 // gcc is the build of gcc and g++: every source of the directory.
 func gcc(std string, libs ...string) func(*job) step {
