@@ -120,7 +120,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 		kind kiln.Kind
 		want string // in the message
 	}{
-		{"unknown language", with(func(r *Run) { r.Language = "cobol" }), kiln.Invalid, "bash, c, cpp, fortran, go, java, javascript, php, python, ruby, rust, sql, typescript"},
+		{"unknown language", with(func(r *Run) { r.Language = "cobol" }), kiln.Invalid, "bash, c, cpp, fortran, go, java, javascript, php, postgres, python, ruby, rust, sql, typescript"},
 		{"no language", with(func(r *Run) { r.Language = "" }), kiln.Invalid, "no language"},
 		{"empty code", with(func(r *Run) { r.Code = "" }), kiln.Invalid, "empty"},
 		{"blank code", with(func(r *Run) { r.Code = " \n\t\r\n" }), kiln.Invalid, "empty"},

@@ -54,6 +54,13 @@ var table = []Language{
 		Toolchain: programs.PHP,
 	},
 	{
+		Name: "postgres", Aliases: []string{"postgresql", "pg"}, Kind: REPL, Ext: ".pgsql",
+		Binary:  "/usr/lib/postgresql/15/bin/postgres",
+		Version: []string{"--version"},
+		Package: "the Debian packages postgresql-15 and python3-psycopg2",
+		Kernel:  kernels.Postgres,
+	},
+	{
 		Name: "python", Aliases: []string{"python3", "py"}, Kind: REPL, Ext: ".py", RunsOneShot: true,
 		Binary: "/usr/bin/python3", Version: []string{"--version"}, Package: "the Debian package python3",
 		Env:    []string{"PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/matplotlib"},
