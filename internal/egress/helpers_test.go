@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 )
 
 // fakeResolver answers from a table; a name with several answers gives
-// them one after another, the last one repeating (DNS rebinding).
+// them one after another, the last one repeating (DNS rebinding); one
+// answer may hold several addresses, "a,b".
 type fakeResolver struct {
 	mu      sync.Mutex
 	answers map[string][]string
@@ -30,7 +32,11 @@ func (f *fakeResolver) LookupIPAddr(ctx context.Context, host string) ([]net.IPA
 	}
 	i := min(f.calls[host], len(as)-1)
 	f.calls[host]++
-	return []net.IPAddr{{IP: net.ParseIP(as[i])}}, nil
+	var out []net.IPAddr
+	for _, a := range strings.Split(as[i], ",") {
+		out = append(out, net.IPAddr{IP: net.ParseIP(a)})
+	}
+	return out, nil
 }
 
 // recorder collects a session's records.

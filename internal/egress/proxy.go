@@ -277,6 +277,15 @@ type sessionConn struct {
 	once sync.Once
 }
 
+// CloseWrite half-closes the connection where the transport can, so a
+// tunnel can pass on the end of one direction.
+func (c *sessionConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Close()
+}
+
 func (c *sessionConn) Close() error {
 	c.once.Do(func() { c.s.conns.Add(-1) })
 	return c.Conn.Close()
