@@ -22,7 +22,8 @@
 //	GET    /v1/batches/{id}                 Batch
 //	GET    /v1/batches/{id}/items           ?limit=&cursor= -> BatchItemList
 //	POST   /v1/sessions                     SessionRequest -> Session (201)
-//	GET    /v1/sessions                     ?status=&metadata.KEY=VALUE&limit=&cursor= -> SessionList
+//	GET    /v1/sessions                     ?status=&metadata.KEY=VALUE&limit=&cursor= -> SessionList:
+//	                                        the caller's own and those shared with the caller, each with role
 //	GET    /v1/sessions/{id}                Session
 //	DELETE /v1/sessions/{id}                ends it (204)
 //	POST   /v1/sessions/{id}/interrupt      stops the running cell (204)
@@ -31,6 +32,10 @@
 //	                                        "Accept: text/event-stream", a stream of Event
 //	GET    /v1/sessions/{id}/executions     ?limit=&cursor= -> ExecutionList
 //	GET    /v1/sessions/{id}/ws             WebSocket: WSMessage in, Event out
+//	GET    /v1/sessions/{id}/events         a stream of Event (SSE) of every user's cells, with execution_id
+//	GET    /v1/sessions/{id}/shares         ShareList (owner)
+//	PUT    /v1/sessions/{id}/shares/{user_id}  ShareRequest -> Share (201, or 200 when the role changed; owner)
+//	DELETE /v1/sessions/{id}/shares/{user_id}  revokes it: 404 for that user from the next request (204)
 //	GET    /v1/executions/{id}              Execution
 //	GET    /v1/sessions/{id}/files          the workspace root's FileList
 //	GET    /v1/sessions/{id}/files/{path}   a file's bytes; a directory's FileList;

@@ -89,6 +89,12 @@ func TestRoutes(t *testing.T) {
 			"GET", "/v1/users/u1/keys", "", 200, []Key{key}},
 		{"revoke key", func(ctx context.Context, c *Client) (any, error) { return nil, c.RevokeKey(ctx, "u1", "k1") },
 			"DELETE", "/v1/users/u1/keys/k1", "", 204, nil},
+		{"share session", func(ctx context.Context, c *Client) (any, error) { return c.ShareSession(ctx, "s1", "u/2", "viewer") },
+			"PUT", "/v1/sessions/s1/shares/u%2F2", `{"role":"viewer"}`, 201, &Share{SessionID: "s1", UserID: "u/2", Role: "viewer", Created: t0}},
+		{"shares", func(ctx context.Context, c *Client) (any, error) { return c.Shares(ctx, "s1") },
+			"GET", "/v1/sessions/s1/shares", "", 200, &ShareList{Shares: []Share{{SessionID: "s1", UserID: "u2", Role: "collaborator", Created: t0}}}},
+		{"revoke share", func(ctx context.Context, c *Client) (any, error) { return nil, c.RevokeShare(ctx, "s1", "u2") },
+			"DELETE", "/v1/sessions/s1/shares/u2", "", 204, nil},
 		{"audit", func(ctx context.Context, c *Client) (any, error) {
 			return c.Audit(ctx, AuditOptions{User: "u1", Session: "s1", Limit: 2})
 		}, "GET", "/v1/audit?limit=2&session=s1&user=u1", "", 200,

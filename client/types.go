@@ -74,6 +74,32 @@ type Session struct {
 	LastActive     time.Time         `json:"last_active"`
 	Ended          *time.Time        `json:"ended,omitempty"`
 	EndReason      string            `json:"end_reason,omitempty"`
+	// OwnerID is the user who owns the session (and is charged for it).
+	OwnerID string `json:"owner_id"`
+	// Role is the caller's role in the session: "owner", or for a session
+	// shared with the caller "collaborator" (runs cells, writes files,
+	// interrupts, restarts) or "viewer" (reads history, outputs, files).
+	Role string `json:"role"`
+}
+
+// ShareRequest shares a session with a user or changes the share's role
+// (PUT /v1/sessions/{id}/shares/{user_id}).
+type ShareRequest struct {
+	Role string `json:"role"` // viewer or collaborator
+}
+
+// Share is one user a session is shared with.
+type Share struct {
+	SessionID string    `json:"session_id"`
+	UserID    string    `json:"user_id"`
+	Role      string    `json:"role"` // viewer or collaborator
+	Created   time.Time `json:"created"`
+}
+
+// ShareList is the shares of a session
+// (GET /v1/sessions/{id}/shares).
+type ShareList struct {
+	Shares []Share `json:"shares"`
 }
 
 // SessionList is one page of sessions, newest first.
@@ -119,6 +145,9 @@ type Execution struct {
 	Result    *CellResult `json:"result,omitempty"`
 	Started   time.Time   `json:"started"`
 	Ended     *time.Time  `json:"ended,omitempty"`
+	// Actor is the user who ran the cell: the owner, or a collaborator of
+	// a shared session (the owner is charged either way).
+	Actor string `json:"actor,omitempty"`
 }
 
 // ExecutionList is one page of a session's history, oldest first.
@@ -155,6 +184,10 @@ type Event struct {
 	// Password says an input_request's input is a secret (Python's
 	// getpass, bash's read -s): do not echo it.
 	Password bool `json:"password,omitempty"`
+	// ExecutionID names the cell of an event of a session's event stream
+	// (GET /v1/sessions/{id}/events), where the cells of every user of
+	// the session are told.
+	ExecutionID string `json:"execution_id,omitempty"`
 }
 
 // Stream event types, in the order they come: queued (only when the cell
@@ -360,6 +393,9 @@ type AuditEntry struct {
 	CodeHash    string          `json:"code_hash,omitempty"`
 	Outcome     string          `json:"outcome,omitempty"`
 	Detail      json.RawMessage `json:"detail,omitempty"`
+	// Actor is who acted, where a user did; in a shared session UserID
+	// is the owner, who is charged, and Actor the collaborator.
+	Actor string `json:"actor,omitempty"`
 }
 
 // AuditList is one page of the audit log, oldest first.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/kiln-dev/kiln/client"
@@ -34,12 +35,12 @@ func fromSession(s kiln.Session) client.Session {
 	}
 	return client.Session{ID: s.ID, Status: string(s.Status), Languages: s.Languages, Limits: fromLimits(s.Limits.WithDefaults()),
 		IdleTTLSeconds: int64(s.IdleTTL / time.Second), Network: "none", Metadata: md, Created: s.Created,
-		LastActive: s.LastActive, Ended: optTime(s.Ended), EndReason: s.EndReason}
+		LastActive: s.LastActive, Ended: optTime(s.Ended), EndReason: s.EndReason, OwnerID: s.UserID, Role: string(cmp.Or(s.Role, kiln.RoleOwner))}
 }
 
 func fromExecution(e kiln.Execution) client.Execution {
 	return client.Execution{ID: e.ID, SessionID: e.SessionID, Seq: e.Seq, Language: e.Language, Code: e.Code,
-		Status: e.Status, Result: e.Result, Started: e.Started, Ended: optTime(e.Ended)}
+		Status: e.Status, Result: e.Result, Started: e.Started, Ended: optTime(e.Ended), Actor: e.Actor}
 }
 
 func fromUser(u kiln.User) client.User {

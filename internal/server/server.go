@@ -155,6 +155,10 @@ func (s *Server) register() {
 	s.handle("POST /v1/sessions/{id}/executions", s.exec)
 	s.handle("GET /v1/sessions/{id}/executions", s.history)
 	s.handle("GET /v1/sessions/{id}/ws", s.websocket)
+	s.handle("GET /v1/sessions/{id}/events", s.sessionEvents) // shares.go
+	s.handle("GET /v1/sessions/{id}/shares", s.listShares)
+	s.handle("PUT /v1/sessions/{id}/shares/{user_id}", s.putShare)
+	s.handle("DELETE /v1/sessions/{id}/shares/{user_id}", s.deleteShare)
 	s.handle("GET /v1/executions/{id}", s.execution)
 	s.handle("GET /v1/sessions/{id}/files", s.getFile)
 	s.handle("GET /v1/sessions/{id}/files/{path...}", s.getFile)

@@ -132,7 +132,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *call) error {
 	out := client.AuditList{Entries: make([]client.AuditEntry, 0, len(list)), NextCursor: next}
 	for _, e := range list {
 		out.Entries = append(out.Entries, client.AuditEntry{ID: e.ID, Time: e.Time, UserID: e.UserID, Action: e.Action,
-			SessionID: e.SessionID, ExecutionID: e.ExecutionID, CodeHash: e.CodeHash, Outcome: e.Outcome, Detail: e.Detail})
+			SessionID: e.SessionID, ExecutionID: e.ExecutionID, CodeHash: e.CodeHash, Outcome: e.Outcome, Detail: e.Detail, Actor: e.Actor})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/engine"
@@ -35,26 +36,29 @@ func (s *Service) checkCell(l *live, u kiln.User, req kiln.CellRequest) (engine.
 	return engine.CheckCell(req, s.cellBounds())
 }
 
-// Exec runs a cell in u's session, records it in the history and returns
+// Exec runs a cell in u's session (or one shared with u as a
+// collaborator: the owner is charged, u recorded as the actor), records
+// it in the history, tells the session's watchers, and returns
 // the finished execution. The error is non-nil when the cell could not be
 // taken (not found, ended, bad input, a full queue) or its sandbox broke;
 // how the cell itself ended is in the result's status.
 func (s *Service) Exec(ctx context.Context, u kiln.User, sessionID string, cell kiln.CellRequest, ev ExecEvents) (kiln.Execution, error) {
-	l, err := s.liveFor(ctx, u, sessionID)
+	a, err := s.liveAs(ctx, u, sessionID, kiln.RoleCollaborator)
 	if err != nil {
 		return kiln.Execution{}, err
 	}
+	l, owner := a.l, a.owner
 	checked, err := s.checkCell(l, u, cell)
 	if err != nil {
 		return kiln.Execution{}, err
 	}
 	req := checked.Request()
-	if err := s.checkBudget(ctx, u); err != nil {
+	if err := s.budgetOf(ctx, a, u); err != nil {
 		return kiln.Execution{}, err
 	}
 	release := l.hold()
 	defer release()
-	t, err := s.enterQueue(u)
+	t, err := s.enterQueue(owner)
 	if err != nil {
 		return kiln.Execution{}, err
 	}
@@ -78,14 +82,15 @@ func (s *Service) Exec(ctx context.Context, u kiln.User, sessionID string, cell 
 		return kiln.Execution{}, err
 	}
 
-	e := kiln.Execution{SessionID: sessionID, UserID: u.ID, Language: req.Language, Code: req.Code}
+	e := kiln.Execution{SessionID: sessionID, UserID: owner.ID, Actor: u.ID, Language: req.Language, Code: req.Code}
 	if err := s.store.CreateExecution(ctx, &e); err != nil {
 		return kiln.Execution{}, err
 	}
 	if ev.Started != nil {
 		ev.Started(e)
 	}
-	res, runErr := sess.RunChecked(ctx, checked, ev.Events)
+	s.watchers.execution(SessionStarted, e)
+	res, runErr := sess.RunChecked(ctx, checked, s.watchers.cellEvents(sessionID, e.ID, ev.Events))
 	if stopped := s.stoppedUnder(l, req.Language, res, runErr); stopped != nil {
 		res, runErr = *stopped, nil
 	}
@@ -99,17 +104,18 @@ func (s *Service) Exec(ctx context.Context, u kiln.User, sessionID string, cell 
 	done := context.WithoutCancel(ctx)
 	// The result, the CPU time and the audit row go in one transaction:
 	// durable before the client hears the cell is done, one write.
-	audit := store.AuditEntry{UserID: u.ID, Action: "execution", SessionID: sessionID, ExecutionID: e.ID, Time: end,
+	audit := store.AuditEntry{UserID: owner.ID, Actor: u.ID, Action: "execution", SessionID: sessionID, ExecutionID: e.ID, Time: end,
 		CodeHash: e.CodeHash, Outcome: string(res.Status), Detail: jsonDetail(map[string]any{"language": req.Language, "seq": e.Seq})}
-	if err := s.finishExecution(done, store.CellFinish{UserID: u.ID, ID: e.ID, Result: res, At: end, CPU: res.Usage.CPU, Audit: &audit}); err != nil {
+	if err := s.finishExecution(done, store.CellFinish{UserID: owner.ID, ID: e.ID, Result: res, At: end, CPU: res.Usage.CPU, Audit: &audit}); err != nil {
 		return kiln.Execution{}, err
 	}
 	if len(res.Artifacts) > 0 {
-		if err := s.store.AddArtifacts(done, u.ID, e.ID, res.Artifacts, end); err != nil {
+		if err := s.store.AddArtifacts(done, owner.ID, e.ID, res.Artifacts, end); err != nil {
 			s.log.Error("record artifacts", "execution", e.ID, "err", err)
 		}
 	}
 	e.Status, e.Result, e.Ended = string(res.Status), &res, end
+	s.watchers.execution(SessionDone, e)
 	s.metrics.Execution(req.Language, string(res.Status), wait, end.Sub(e.Started))
 	return e, nil
 }
@@ -176,14 +182,24 @@ func joinNotice(a, b string) string {
 	return a + "; " + b
 }
 
-// Execution returns one of u's executions.
+// Execution returns one of u's executions, or one of a session shared
+// with u.
 func (s *Service) Execution(ctx context.Context, u kiln.User, id string) (kiln.Execution, error) {
-	return s.store.Execution(ctx, u.ID, id)
+	e, err := s.store.Execution(ctx, u.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return s.store.SharedExecution(ctx, u.ID, id)
+	}
+	return e, err
 }
 
-// History pages through a session's executions, oldest first.
+// History pages through a session's executions, oldest first: u's
+// session's or a shared one's.
 func (s *Service) History(ctx context.Context, u kiln.User, sessionID string, p store.Page) ([]kiln.Execution, string, error) {
-	return s.store.ListExecutions(ctx, u.ID, sessionID, p)
+	a, err := s.authorize(ctx, u, sessionID, kiln.RoleViewer)
+	if err != nil {
+		return nil, "", err
+	}
+	return s.store.ListExecutions(ctx, a.owner.ID, sessionID, p)
 }
 
 func jsonDetail(v any) json.RawMessage {

@@ -16,16 +16,22 @@ import (
 	"github.com/kiln-dev/kiln/internal/store"
 )
 
-// Workspace gives access to u's session's workspace. Every file operation
+// Workspace gives access to u's session's workspace (or a shared one's,
+// as a collaborator). Every file operation
 // goes through the session's agent, inside the sandbox, so a symlink that
 // user code planted can only point inside that same sandbox. The session
 // counts as busy (not idle) until release is called. Front ends use Files,
 // which holds the rules (paths, errors, audit); this is for tests.
 func (s *Service) Workspace(ctx context.Context, u kiln.User, sessionID string) (_ *agentclient.Client, release func(), _ error) {
-	l, err := s.liveFor(ctx, u, sessionID)
+	a, err := s.liveAs(ctx, u, sessionID, kiln.RoleCollaborator)
 	if err != nil {
 		return nil, nil, err
 	}
+	return s.workspace(ctx, a.l)
+}
+
+// workspace reaches the session's agent and holds the session busy.
+func (s *Service) workspace(ctx context.Context, l *live) (_ *agentclient.Client, release func(), _ error) {
 	release = l.hold()
 	sess, err := l.sandbox(ctx, s.engine)
 	if err != nil {
@@ -35,14 +41,15 @@ func (s *Service) Workspace(ctx context.Context, u kiln.User, sessionID string) 
 	return sess.Agent(), release, nil
 }
 
-// Hold keeps u's session from being idle until release is called, for a
-// stream that is open without a cell running.
+// Hold keeps u's session (or one shared with u) from being idle until
+// release is called, for a stream that is open without a cell running.
+// What the stream then does is checked action by action.
 func (s *Service) Hold(ctx context.Context, u kiln.User, sessionID string) (release func(), _ error) {
-	l, err := s.liveFor(ctx, u, sessionID)
+	a, err := s.liveAs(ctx, u, sessionID, kiln.RoleViewer)
 	if err != nil {
 		return nil, err
 	}
-	return l.hold(), nil
+	return a.l.hold(), nil
 }
 
 // Files is one user's access to one session's workspace, for the length
@@ -57,6 +64,7 @@ type Files struct {
 
 	ag      *agentclient.Client // nil until the first operation
 	release func()
+	access  access // set by the first operation: the owner, charged, and u's role
 }
 
 // Files is u's access to the workspace of u's session sessionID. The
@@ -66,16 +74,27 @@ func (s *Service) Files(u kiln.User, sessionID string) *Files {
 	return &Files{svc: s, user: u, session: sessionID}
 }
 
-// open reaches the session's agent once per Files.
-func (f *Files) open(ctx context.Context) error {
-	if f.ag != nil {
-		return nil
+// open reaches the session's agent once per Files, and checks each time
+// that the user's role allows need: reads need a viewer, changes a
+// collaborator (shares.go).
+func (f *Files) open(ctx context.Context, need kiln.Role) error {
+	if f.ag == nil {
+		a, err := f.svc.liveAs(ctx, f.user, f.session, kiln.RoleViewer)
+		if err != nil {
+			return err
+		}
+		if !a.role.Allows(need) {
+			return forbidden(a.role, need)
+		}
+		ag, release, err := f.svc.workspace(ctx, a.l)
+		if err != nil {
+			return err
+		}
+		f.ag, f.release, f.access = ag, release, a
 	}
-	ag, release, err := f.svc.Workspace(ctx, f.user, f.session)
-	if err != nil {
-		return err
+	if !f.access.role.Allows(need) {
+		return forbidden(f.access.role, need)
 	}
-	f.ag, f.release = ag, release
 	return nil
 }
 
@@ -114,7 +133,7 @@ func (f *Files) Stat(ctx context.Context, p string) (kiln.FileInfo, error) {
 	if err != nil {
 		return kiln.FileInfo{}, err
 	}
-	if err := f.open(ctx); err != nil {
+	if err := f.open(ctx, kiln.RoleViewer); err != nil {
 		return kiln.FileInfo{}, err
 	}
 	if p == "" {
@@ -133,7 +152,7 @@ func (f *Files) List(ctx context.Context, p string) ([]kiln.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := f.open(ctx); err != nil {
+	if err := f.open(ctx, kiln.RoleViewer); err != nil {
 		return nil, err
 	}
 	entries, err := f.ag.List(ctx, p)
@@ -171,7 +190,7 @@ func (f *Files) Write(ctx context.Context, p string, r io.Reader, overwrite bool
 	if err != nil {
 		return kiln.FileInfo{}, false, err
 	}
-	if err := f.open(ctx); err != nil {
+	if err := f.open(ctx, kiln.RoleCollaborator); err != nil {
 		return kiln.FileInfo{}, false, err
 	}
 	_, statErr := f.ag.Stat(ctx, p)
@@ -205,7 +224,7 @@ func (f *Files) Upload(ctx context.Context, dir string, next func() (_ Part, ok 
 	if err != nil {
 		return nil, err
 	}
-	if err := f.open(ctx); err != nil {
+	if err := f.open(ctx, kiln.RoleCollaborator); err != nil {
 		return nil, err
 	}
 	var written []string
@@ -251,7 +270,7 @@ func (f *Files) Extract(ctx context.Context, dir, format string, r io.Reader, ma
 	if err != nil {
 		return nil, err
 	}
-	if err := f.open(ctx); err != nil {
+	if err := f.open(ctx, kiln.RoleCollaborator); err != nil {
 		return nil, err
 	}
 	src := &source{r: r}
@@ -271,7 +290,7 @@ func (f *Files) Pack(ctx context.Context, dir string, format archive.Format, w i
 	if err != nil {
 		return err
 	}
-	if err := f.open(ctx); err != nil {
+	if err := f.open(ctx, kiln.RoleViewer); err != nil {
 		return err
 	}
 	return archive.Pack(ctx, f.ag, dir, format, w, archive.PackLimits{})
@@ -283,7 +302,7 @@ func (f *Files) Delete(ctx context.Context, p string, recursive bool) error {
 	if err != nil {
 		return err
 	}
-	if err := f.open(ctx); err != nil {
+	if err := f.open(ctx, kiln.RoleCollaborator); err != nil {
 		return err
 	}
 	err = f.ag.Delete(ctx, p, recursive)
@@ -300,7 +319,7 @@ func (f *Files) Mkdir(ctx context.Context, p string) (kiln.FileInfo, error) {
 	if err != nil {
 		return kiln.FileInfo{}, err
 	}
-	if err := f.open(ctx); err != nil {
+	if err := f.open(ctx, kiln.RoleCollaborator); err != nil {
 		return kiln.FileInfo{}, err
 	}
 	err = f.ag.Mkdir(ctx, p)
@@ -323,7 +342,7 @@ func (f *Files) Move(ctx context.Context, from, to string, overwrite bool) (kiln
 	if to, err = CleanPath(to, false); err != nil {
 		return kiln.FileInfo{}, err
 	}
-	if err := f.open(ctx); err != nil {
+	if err := f.open(ctx, kiln.RoleCollaborator); err != nil {
 		return kiln.FileInfo{}, err
 	}
 	err = f.ag.Move(ctx, from, to, overwrite)
@@ -360,7 +379,7 @@ func (f *Files) audit(ctx context.Context, action string, detail map[string]any,
 	if err != nil {
 		outcome = string(kiln.KindOf(err))
 	}
-	f.svc.audit(ctx, store.AuditEntry{UserID: f.user.ID, Action: action, SessionID: f.session, Outcome: outcome, Detail: jsonDetail(detail)})
+	f.svc.audit(ctx, store.AuditEntry{UserID: f.access.owner.ID, Actor: f.user.ID, Action: action, SessionID: f.session, Outcome: outcome, Detail: jsonDetail(detail)})
 }
 
 // source remembers the error of the caller's reader, so that it goes back

@@ -139,7 +139,8 @@ type Service struct {
 	users userCache // for Authenticate (users.go)
 	cpu   *cpuBudget
 
-	batches batchRunner // batches.go
+	batches  batchRunner // batches.go
+	watchers watchers    // open event streams of sessions (shares.go)
 
 	mu       sync.Mutex
 	sessions map[string]*live // active sessions by id

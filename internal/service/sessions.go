@@ -144,7 +144,7 @@ func (s *Service) CreateSession(ctx context.Context, u kiln.User, spec SessionSp
 	s.sessions[rec.ID] = l
 	s.mu.Unlock()
 	s.metrics.SessionCreated(pooled, time.Since(start))
-	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "session.create", SessionID: rec.ID, Outcome: "ok",
+	s.audit(ctx, store.AuditEntry{UserID: u.ID, Actor: u.ID, Action: "session.create", SessionID: rec.ID, Outcome: "ok",
 		Detail: jsonDetail(map[string]any{"languages": rec.Languages, "pooled": pooled})})
 	return rec, nil
 }
@@ -218,12 +218,18 @@ func (s *Service) adopt(p *pooled, u kiln.User, spec SessionSpec) *live {
 	return newLive(rec, p.path, p.sess)
 }
 
-// Session returns u's session.
+// Session returns u's session, or a session shared with u, with u's
+// role in it.
 func (s *Service) Session(ctx context.Context, u kiln.User, id string) (kiln.Session, error) {
-	rec, err := s.store.Session(ctx, u.ID, id)
+	a, err := s.authorize(ctx, u, id, kiln.RoleViewer)
+	if err != nil {
+		return kiln.Session{}, err
+	}
+	rec, err := s.store.Session(ctx, a.owner.ID, id)
 	if err != nil {
 		return rec, err
 	}
+	rec.Role = a.role
 	if l := s.lookup(id); l != nil {
 		l.mu.Lock()
 		rec.LastActive = l.lastActive
@@ -240,7 +246,13 @@ func (s *Service) ListSessions(ctx context.Context, u kiln.User, f store.Session
 	if err := checkMetadata(f.Metadata); err != nil {
 		return nil, "", err
 	}
-	return s.store.ListSessions(ctx, u.ID, f, p)
+	list, next, err := s.store.ListSessions(ctx, u.ID, f, p)
+	for i := range list {
+		if list[i].Role == "" {
+			list[i].Role = kiln.RoleOwner // the store marks only shared ones
+		}
+	}
+	return list, next, err
 }
 
 func (s *Service) lookup(id string) *live {
@@ -249,17 +261,13 @@ func (s *Service) lookup(id string) *live {
 	return s.sessions[id]
 }
 
-// liveFor returns u's active session: ErrNotFound if it is not u's,
-// a conflict if it has ended.
+// liveFor returns u's active session: ErrNotFound if it is not u's
+// (nor shared with u), Forbidden for a user it is shared with, a
+// conflict if it has ended. Actions that a shared user may take use
+// liveAs (shares.go) with the role they need.
 func (s *Service) liveFor(ctx context.Context, u kiln.User, id string) (*live, error) {
-	l := s.lookup(id)
-	if l != nil && l.rec.UserID == u.ID {
-		return l, nil
-	}
-	if _, err := s.store.Session(ctx, u.ID, id); err != nil {
-		return nil, err
-	}
-	return nil, errEnded
+	a, err := s.liveAs(ctx, u, id, kiln.RoleOwner)
+	return a.l, err
 }
 
 // DeleteSession ends u's session: the running cell stops, the sandbox and
@@ -280,6 +288,7 @@ func (s *Service) endSession(ctx context.Context, l *live, reason, metric string
 	}
 	delete(s.sessions, l.rec.ID)
 	s.mu.Unlock()
+	s.watchers.drop(l.rec.ID, func(*watcher) bool { return true })
 	ctx = context.WithoutCancel(ctx)
 	l.end(ctx, reason)
 	if err := s.ws.Remove(l.rec.ID); err != nil {
@@ -287,16 +296,21 @@ func (s *Service) endSession(ctx context.Context, l *live, reason, metric string
 	}
 	err := s.store.EndSession(ctx, l.rec.UserID, l.rec.ID, reason, time.Now())
 	s.metrics.SessionEnded(metric)
-	s.audit(ctx, store.AuditEntry{UserID: l.rec.UserID, Action: "session.end", SessionID: l.rec.ID, Outcome: reason})
+	e := store.AuditEntry{UserID: l.rec.UserID, Action: "session.end", SessionID: l.rec.ID, Outcome: reason}
+	if reason == ReasonDeleted {
+		e.Actor = l.rec.UserID // only the owner deletes a session
+	}
+	s.audit(ctx, e)
 	return err
 }
 
 // Interrupt stops u's session's running cell, if any; kernels keep state.
 func (s *Service) Interrupt(ctx context.Context, u kiln.User, id string) error {
-	l, err := s.liveFor(ctx, u, id)
+	a, err := s.liveAs(ctx, u, id, kiln.RoleCollaborator)
 	if err != nil {
 		return err
 	}
+	l := a.l
 	l.mu.Lock()
 	sess := l.sess
 	l.mu.Unlock()
@@ -305,17 +319,18 @@ func (s *Service) Interrupt(ctx context.Context, u kiln.User, id string) error {
 			return kiln.Wrap(kiln.SandboxError, err, "could not interrupt the session")
 		}
 	}
-	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "session.interrupt", SessionID: id, Outcome: "ok"})
+	s.audit(ctx, store.AuditEntry{UserID: a.owner.ID, Actor: u.ID, Action: "session.interrupt", SessionID: id, Outcome: "ok"})
 	return nil
 }
 
 // Restart clears the kernel state of one language ("" for all) of u's
 // session; the files stay.
 func (s *Service) Restart(ctx context.Context, u kiln.User, id, language string) error {
-	l, err := s.liveFor(ctx, u, id)
+	a, err := s.liveAs(ctx, u, id, kiln.RoleCollaborator)
 	if err != nil {
 		return err
 	}
+	l := a.l
 	release := l.hold()
 	defer release()
 	sess, err := l.sandbox(ctx, s.engine)
@@ -325,7 +340,7 @@ func (s *Service) Restart(ctx context.Context, u kiln.User, id, language string)
 	if err := sess.Restart(ctx, language); err != nil {
 		return err
 	}
-	s.audit(ctx, store.AuditEntry{UserID: u.ID, Action: "session.restart", SessionID: id, Outcome: "ok",
+	s.audit(ctx, store.AuditEntry{UserID: a.owner.ID, Actor: u.ID, Action: "session.restart", SessionID: id, Outcome: "ok",
 		Detail: jsonDetail(map[string]any{"language": language})})
 	return nil
 }

@@ -19,6 +19,7 @@ type Store interface {
 	store.Usage
 	store.Audit
 	store.Batches
+	store.Shares
 
 	CreateSession(ctx context.Context, s *kiln.Session) error
 	Session(ctx context.Context, userID, id string) (kiln.Session, error)

@@ -1,0 +1,418 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/service"
+)
+
+// sharedEnv is a session of owner's shared with collab (collaborator)
+// and viewer, a stranger it is not shared with, and revoked, whose share
+// was revoked.
+type sharedEnv struct {
+	e                                        *env
+	session                                  string
+	owner, collab, viewer, stranger, revoked *client.Client
+	ownerID, collabID, viewerID, strangerID  string
+	revokedID                                string
+	keys                                     map[*client.Client]string // for raw requests
+}
+
+// mk makes a non-admin user; its client, id and key.
+func (s *sharedEnv) mk(t *testing.T, name string) (*client.Client, string) {
+	t.Helper()
+	ctx := ctxT(t)
+	u, err := s.e.admin.CreateUser(ctx, client.UserRequest{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := s.e.admin.CreateKey(ctx, u.ID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(s.e.url, k.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.keys[c] = k.Secret
+	return c, u.ID
+}
+
+func newShared(t *testing.T, opts options) *sharedEnv {
+	t.Helper()
+	e := newEnv(t, opts)
+	ctx := ctxT(t)
+	s := &sharedEnv{e: e, keys: map[*client.Client]string{}}
+	s.owner, s.ownerID = s.mk(t, "owner")
+	s.collab, s.collabID = s.mk(t, "collab")
+	s.viewer, s.viewerID = s.mk(t, "viewer")
+	s.stranger, s.strangerID = s.mk(t, "stranger")
+	s.revoked, s.revokedID = s.mk(t, "revoked")
+	sess, err := s.owner.CreateSession(ctx, client.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.session = sess.ID
+	for id, role := range map[string]string{s.collabID: "collaborator", s.viewerID: "viewer", s.revokedID: "collaborator"} {
+		sh, err := s.owner.ShareSession(ctx, s.session, id, role)
+		if err != nil || sh.Role != role || sh.UserID != id {
+			t.Fatalf("share as %s: %+v, %v", role, sh, err)
+		}
+	}
+	if err := s.owner.RevokeShare(ctx, s.session, s.revokedID); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// events opens the session's event stream as c and returns its status
+// and, for a 200, a reader of its events.
+func (s *sharedEnv) events(t *testing.T, ctx context.Context, c *client.Client) (int, *bufio.Reader, io.Closer) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.e.url+"/v1/sessions/"+s.session+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+s.keys[c])
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, bufio.NewReader(resp.Body), resp.Body
+}
+
+// TestShareRights is the table of every session endpoint against every
+// role: the owner may do everything; a collaborator reads, runs cells,
+// writes files, interrupts and restarts, but neither deletes nor shares
+// (403); a viewer only reads (403 for the rest); a stranger and a user
+// whose share was revoked get 404 for everything, as for a session that
+// does not exist.
+func TestShareRights(t *testing.T) {
+	s := newShared(t, options{})
+	ctx := ctxT(t)
+	first, err := s.owner.Exec(ctx, s.session, client.ExecRequest{Code: "print('first')"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"owner", "collaborator", "viewer", "stranger", "revoked"} {
+		for _, name := range []string{"del-", "mv-"} {
+			if _, err := s.owner.Upload(ctx, s.session, name+tag+".txt", strings.NewReader("x"), true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const (
+		viewer = iota // a viewer may
+		collab        // a collaborator may
+		owner         // only the owner may
+	)
+	ops := []struct {
+		name string
+		need int
+		do   func(c *client.Client, tag string) error
+	}{
+		{"get session", viewer, func(c *client.Client, _ string) error { _, err := c.Session(ctx, s.session); return err }},
+		{"history", viewer, func(c *client.Client, _ string) error { _, err := c.History(ctx, s.session, 0, ""); return err }},
+		{"get execution", viewer, func(c *client.Client, _ string) error { _, err := c.Execution(ctx, first.ID); return err }},
+		{"list files", viewer, func(c *client.Client, _ string) error { _, err := c.ListFiles(ctx, s.session, ""); return err }},
+		{"stat file", viewer, func(c *client.Client, _ string) error { _, err := c.Stat(ctx, s.session, "del-owner.txt"); return err }},
+		{"download file", viewer, func(c *client.Client, _ string) error {
+			_, err := c.Download(ctx, s.session, "mv-owner.txt", io.Discard)
+			return err
+		}},
+		{"download archive", viewer, func(c *client.Client, _ string) error {
+			return c.DownloadArchive(ctx, s.session, "", "zip", io.Discard)
+		}},
+		{"exec", collab, func(c *client.Client, _ string) error {
+			_, err := c.Exec(ctx, s.session, client.ExecRequest{Code: "print(2)"})
+			return err
+		}},
+		{"exec stream", collab, func(c *client.Client, _ string) error {
+			_, err := c.ExecStream(ctx, s.session, client.ExecRequest{Code: "print(3)"}, func(client.Event) {})
+			return err
+		}},
+		{"upload", collab, func(c *client.Client, tag string) error {
+			_, err := c.Upload(ctx, s.session, "up-"+tag+".txt", strings.NewReader("y"), true)
+			return err
+		}},
+		{"upload multipart", collab, func(c *client.Client, tag string) error {
+			_, err := c.UploadMultipart(ctx, s.session, "", []client.File{{Path: "mp-" + tag + ".txt", Content: []byte("z")}})
+			return err
+		}},
+		{"mkdir", collab, func(c *client.Client, tag string) error { _, err := c.Mkdir(ctx, s.session, "dir-"+tag); return err }},
+		{"move", collab, func(c *client.Client, tag string) error {
+			_, err := c.Move(ctx, s.session, client.MoveRequest{From: "mv-" + tag + ".txt", To: "moved-" + tag + ".txt"})
+			return err
+		}},
+		{"delete file", collab, func(c *client.Client, tag string) error {
+			return c.DeleteFile(ctx, s.session, "del-"+tag+".txt", false)
+		}},
+		{"interrupt", collab, func(c *client.Client, _ string) error { return c.Interrupt(ctx, s.session) }},
+		{"restart", collab, func(c *client.Client, _ string) error { return c.Restart(ctx, s.session, "") }},
+		{"list shares", owner, func(c *client.Client, _ string) error { _, err := c.Shares(ctx, s.session); return err }},
+		{"share", owner, func(c *client.Client, _ string) error {
+			_, err := c.ShareSession(ctx, s.session, s.viewerID, "viewer")
+			return err
+		}},
+		{"revoke share", owner, func(c *client.Client, _ string) error {
+			// Revoking a share that does not exist is a 404 for the owner
+			// too; the rights are told apart by the 403 before it.
+			err := c.RevokeShare(ctx, s.session, s.strangerID)
+			if p, ok := err.(*client.Problem); ok && p.Status == http.StatusNotFound && c == s.owner {
+				return nil
+			}
+			return err
+		}},
+	}
+	roles := []struct {
+		name string
+		c    *client.Client
+		rank int // -1: no share
+	}{
+		{"owner", s.owner, owner}, {"collaborator", s.collab, collab}, {"viewer", s.viewer, viewer},
+		{"stranger", s.stranger, -1}, {"revoked", s.revoked, -1},
+	}
+	for _, op := range ops {
+		for _, r := range roles {
+			err := op.do(r.c, r.name)
+			what := op.name + " as " + r.name
+			switch {
+			case r.rank >= op.need:
+				if err != nil {
+					t.Errorf("%s: %v, want allowed", what, err)
+				}
+			case r.rank < 0:
+				if err == nil {
+					t.Errorf("%s: allowed, want 404", what)
+				} else {
+					wantProblem(t, what, err, http.StatusNotFound, "not_found")
+				}
+			default:
+				if err == nil {
+					t.Errorf("%s: allowed, want 403", what)
+				} else {
+					wantProblem(t, what, err, http.StatusForbidden, "forbidden")
+				}
+			}
+		}
+	}
+
+	// The event stream: every user of the session may watch, nobody else.
+	for _, r := range []struct {
+		name string
+		c    *client.Client
+		want int
+	}{{"owner", s.owner, 200}, {"collaborator", s.collab, 200}, {"viewer", s.viewer, 200}, {"stranger", s.stranger, 404}, {"revoked", s.revoked, 404}} {
+		sctx, cancel := context.WithCancel(ctx)
+		status, _, body := s.events(t, sctx, r.c)
+		cancel()
+		body.Close()
+		if status != r.want {
+			t.Errorf("events as %s: %d, want %d", r.name, status, r.want)
+		}
+	}
+
+	// Listing: the shared users see the session with their role; the
+	// others do not see it.
+	for _, r := range []struct {
+		c    *client.Client
+		role string
+	}{{s.owner, "owner"}, {s.collab, "collaborator"}, {s.viewer, "viewer"}, {s.stranger, ""}, {s.revoked, ""}} {
+		list, err := r.c.ListSessions(ctx, client.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, x := range list.Sessions {
+			if x.ID == s.session {
+				got = x.Role
+				if x.OwnerID != s.ownerID {
+					t.Errorf("listed session's owner_id = %q, want %q", x.OwnerID, s.ownerID)
+				}
+			}
+		}
+		if got != r.role {
+			t.Errorf("role in the list = %q, want %q", got, r.role)
+		}
+	}
+
+	// Deleting: 404 for those without a share, 403 for shared users,
+	// then the owner deletes; a viewer still reads the history.
+	for _, c := range []*client.Client{s.stranger, s.revoked} {
+		wantProblem(t, "delete without a share", c.DeleteSession(ctx, s.session), http.StatusNotFound, "not_found")
+	}
+	for _, c := range []*client.Client{s.collab, s.viewer} {
+		wantProblem(t, "delete as a shared user", c.DeleteSession(ctx, s.session), http.StatusForbidden, "forbidden")
+	}
+	if err := s.owner.DeleteSession(ctx, s.session); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.viewer.History(ctx, s.session, 0, ""); err != nil || len(h.Executions) == 0 {
+		t.Errorf("the viewer's history of the ended session: %v, %v", h, err)
+	}
+}
+
+// TestShareRevokedAtOnce: right after the owner revokes, the next request
+// of the former collaborator is a 404, and the open event stream ends.
+func TestShareRevokedAtOnce(t *testing.T) {
+	s := newShared(t, options{})
+	ctx := ctxT(t)
+	if _, err := s.collab.Exec(ctx, s.session, client.ExecRequest{Code: "print(1)"}); err != nil {
+		t.Fatal(err)
+	}
+	status, stream, body := s.events(t, ctx, s.collab)
+	defer body.Close()
+	if status != 200 {
+		t.Fatalf("events: %d", status)
+	}
+	if err := s.owner.RevokeShare(ctx, s.session, s.collabID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.collab.Exec(ctx, s.session, client.ExecRequest{Code: "print(2)"})
+	wantProblem(t, "exec right after revoke", err, http.StatusNotFound, "not_found")
+	_, err = s.collab.Session(ctx, s.session)
+	wantProblem(t, "get right after revoke", err, http.StatusNotFound, "not_found")
+	done := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, stream); done <- err }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Error("the revoked user's event stream is still open")
+	}
+	// Sharing again gives the rights back.
+	if _, err := s.owner.ShareSession(ctx, s.session, s.collabID, "viewer"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.collab.Session(ctx, s.session); err != nil {
+		t.Errorf("get after sharing again: %v", err)
+	}
+}
+
+// TestShareChargesOwner: a collaborator's cell is the owner's: in the
+// owner's history with the collaborator as actor, in the audit log
+// charged to the owner with the actor, and against the owner's CPU
+// budget (the owner's next cell is refused; the collaborator's own
+// session is not).
+func TestShareChargesOwner(t *testing.T) {
+	s := newShared(t, options{svc: service.Config{CPUSecondsPerDay: 1}})
+	ctx := ctxT(t)
+	x, err := s.collab.Exec(ctx, s.session, client.ExecRequest{Code: "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.2: pass\nprint('burnt')"})
+	if err != nil || x.Status != "ok" {
+		t.Fatalf("the collaborator's cell: %v %+v", err, x)
+	}
+	if x.Actor != s.collabID {
+		t.Errorf("execution actor = %q, want the collaborator %q", x.Actor, s.collabID)
+	}
+	h, err := s.owner.History(ctx, s.session, 0, "")
+	if err != nil || len(h.Executions) != 1 || h.Executions[0].Actor != s.collabID {
+		t.Fatalf("owner's history: %+v, %v", h, err)
+	}
+	audit, err := s.e.admin.Audit(ctx, client.AuditOptions{Session: s.session})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, a := range audit.Entries {
+		if a.Action == "execution" {
+			found = true
+			if a.UserID != s.ownerID || a.Actor != s.collabID {
+				t.Errorf("audit row of the cell: user %q actor %q, want user %q (owner) actor %q", a.UserID, a.Actor, s.ownerID, s.collabID)
+			}
+		}
+		if a.Action == "session.share" && (a.UserID != s.ownerID || a.Actor != s.ownerID) {
+			t.Errorf("audit row of the share: %+v", a)
+		}
+	}
+	if !found {
+		t.Errorf("no execution in the session's audit: %+v", audit.Entries)
+	}
+	ou, err := s.owner.Usage(ctx, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cu, err := s.collab.Usage(ctx, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ou.CPUSecondsToday.Used < 1 || cu.CPUSecondsToday.Used != 0 {
+		t.Errorf("CPU seconds today: owner %d, collaborator %d; want the owner charged", ou.CPUSecondsToday.Used, cu.CPUSecondsToday.Used)
+	}
+	_, err = s.owner.Exec(ctx, s.session, client.ExecRequest{Code: "print(1)"})
+	wantProblem(t, "the owner past the budget", err, http.StatusTooManyRequests, "quota_exceeded")
+	_, err = s.collab.Exec(ctx, s.session, client.ExecRequest{Code: "print(1)"})
+	p := wantProblem(t, "the collaborator in the owner's spent session", err, http.StatusTooManyRequests, "quota_exceeded")
+	if !strings.Contains(p.Detail, "owner") {
+		t.Errorf("the problem does not say whose budget: %q", p.Detail)
+	}
+	own, err := s.collab.CreateSession(ctx, client.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.collab.Exec(ctx, own.ID, client.ExecRequest{Code: "print(1)"}); err != nil {
+		t.Errorf("the collaborator's own session: %v", err)
+	}
+}
+
+// TestShareEvents: the owner's session event stream shows the cell a
+// collaborator runs: started (with the actor), its output, done.
+func TestShareEvents(t *testing.T) {
+	s := newShared(t, options{})
+	ctx := ctxT(t)
+	status, stream, body := s.events(t, ctx, s.owner)
+	defer body.Close()
+	if status != 200 {
+		t.Fatalf("events: %d", status)
+	}
+	x, err := s.collab.Exec(ctx, s.session, client.ExecRequest{Code: "print('from collab')"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var out bytes.Buffer
+	for len(got) == 0 || got[len(got)-1] != "done" {
+		ev, err := readEvent(stream)
+		if err != nil {
+			t.Fatalf("after %v: %v", got, err)
+		}
+		got = append(got, ev.Type)
+		if ev.ExecutionID != x.ID {
+			t.Errorf("%s event of execution %q, want %q", ev.Type, ev.ExecutionID, x.ID)
+		}
+		switch ev.Type {
+		case "started":
+			if ev.Execution == nil || ev.Execution.Actor != s.collabID {
+				t.Errorf("started: %+v, want the collaborator as actor", ev.Execution)
+			}
+		case "stdout":
+			out.WriteString(ev.Data)
+		case "done":
+			if ev.Execution == nil || ev.Execution.Result == nil || ev.Execution.Status != "ok" {
+				t.Errorf("done: %+v", ev.Execution)
+			}
+		}
+	}
+	if got[0] != "started" || out.String() != "from collab\n" {
+		t.Errorf("events %v with stdout %q, want started ... done with %q", got, out.String(), "from collab\n")
+	}
+}
+
+// readEvent reads one server-sent event, skipping keep-alives.
+func readEvent(r *bufio.Reader) (client.Event, error) {
+	var ev client.Event
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return ev, err
+		}
+		if data, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: "); ok {
+			return ev, json.Unmarshal([]byte(data), &ev)
+		}
+	}
+}
