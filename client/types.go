@@ -74,12 +74,13 @@ type Session struct {
 	LastActive     time.Time         `json:"last_active"`
 	Ended          *time.Time        `json:"ended,omitempty"`
 	EndReason      string            `json:"end_reason,omitempty"`
-	// OwnerID is the user who owns the session (and is charged for it).
-	OwnerID string `json:"owner_id"`
+	// OwnerID is the user who owns the session (and is charged for it);
+	// a kiln server always sends it, and Role.
+	OwnerID string `json:"owner_id,omitempty"`
 	// Role is the caller's role in the session: "owner", or for a session
 	// shared with the caller "collaborator" (runs cells, writes files,
 	// interrupts, restarts) or "viewer" (reads history, outputs, files).
-	Role string `json:"role"`
+	Role string `json:"role,omitempty"`
 }
 
 // ShareRequest shares a session with a user or changes the share's role
