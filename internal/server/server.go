@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/jupyter"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/server/openapi"
 	"github.com/kiln-dev/kiln/internal/service"
@@ -179,6 +180,12 @@ func (s *Server) register() {
 	s.handle("POST /v1/tools/call", s.callTool)
 	// MCP over streamable HTTP, authenticated in mcpHandler (tools.go).
 	s.mux.Handle("/mcp", s.mcpHandler())
+	// The Jupyter kernel gateway (jupyter.go), authenticated there.
+	gw := s.jupyterGateway()
+	for _, p := range jupyter.Prefixes {
+		s.mux.Handle(p, gw)
+	}
+	s.mux.Handle("/api", gw)
 	s.mux.HandleFunc("GET /{$}", s.serveUI) // the web notebook (ui.go)
 	s.mux.HandleFunc("GET /assets/", s.serveUI)
 	s.mux.HandleFunc("GET /ui/frame.html", serveFrame)
@@ -359,7 +366,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, r, s.log, err)
 		return
 	}
-	if s.UI != nil && !strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != "/metrics" && r.URL.Path != "/mcp" {
+	if s.UI != nil && !strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != "/metrics" && r.URL.Path != "/mcp" && !jupyter.Owns(r.URL.Path) {
 		s.UI.ServeHTTP(rec, r)
 		return
 	}

@@ -1,0 +1,186 @@
+// Package jupyter_test drives a real `kiln serve` with Jupyter clients
+// nobody here wrote: jupyter_client, Debian's notebook server with its
+// gateway option pointed at kiln, and nbclient. It needs root (kiln
+// makes sandboxes) and Debian's python3-jupyter-client, python3-notebook,
+// python3-nbclient and python3-ipykernel (scripts/deps --test).
+package jupyter_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/workspace"
+)
+
+// python is Debian's interpreter, which has Debian's Jupyter packages
+// (a python3 earlier on PATH, e.g. pyenv's, may not).
+const python = "/usr/bin/python3"
+
+var kilnBin string
+
+func TestMain(m *testing.M) {
+	if os.Geteuid() != 0 {
+		fmt.Println("skipping: these tests need root to make sandboxes")
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "kiln-jupyter-test")
+	if err != nil {
+		panic(err)
+	}
+	kilnBin = filepath.Join(dir, "kiln")
+	build := exec.Command("go", "build", "-o", kilnBin, "../../cmd/kiln")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Printf("build kiln: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// need skips the test unless it runs as root and Debian's Python has the
+// modules, naming the package that brings what is missing.
+func need(t *testing.T, modules map[string]string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: kiln serve makes sandboxes")
+	}
+	for mod, pkg := range modules {
+		if err := exec.Command(python, "-c", "import "+mod).Run(); err != nil {
+			t.Skipf("needs the Python module %s from Debian's %s (scripts/deps --test installs it): %v", mod, pkg, err)
+		}
+	}
+}
+
+// serve is a `kiln serve` process.
+type serve struct {
+	url, key string
+	logs     *syncBuilder
+}
+
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) WriteString(v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.WriteString(v)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var addrRE = regexp.MustCompile(`msg="kiln serving" addr=(\S+)`)
+
+// startServe runs kiln serve on a free port with its own data directory
+// and tmpfs workspaces, and stops it at the end of the test.
+func startServe(t *testing.T) *serve {
+	t.Helper()
+	data := t.TempDir()
+	os.Chmod(filepath.Dir(data), 0o711) // the sandboxes' users reach their workspaces below it
+	os.Chmod(data, 0o711)
+	keyFile := filepath.Join(data, "admin.key")
+	cmd := exec.Command(kilnBin, "serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-key-file", keyFile,
+		"--pool", "0", "--run-pool", "0", "--workspaces", "tmpfs", "--rate", "10000", "--burst", "10000")
+	stderr, _ := cmd.StderrPipe()
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &serve{logs: &syncBuilder{}}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			s.logs.WriteString(sc.Text() + "\n")
+			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("kiln serve did not stop on SIGTERM")
+		}
+		// Active sessions keep their workspaces across a stop, by design;
+		// the test's are removed here, before its data directory.
+		ws, err := workspace.OpenKind(filepath.Join(data, "workspaces"), workspace.Tmpfs)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		ids, _ := ws.List()
+		for _, id := range ids {
+			if err := ws.Remove(id); err != nil {
+				t.Error(err)
+			}
+		}
+		if t.Failed() {
+			t.Logf("kiln serve's log:\n%s", s.logs.String())
+		}
+	})
+	select {
+	case addr := <-found:
+		s.url = "http://" + addr
+	case <-time.After(60 * time.Second):
+		t.Fatalf("kiln serve did not start:\n%s", s.logs.String())
+	}
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.key = strings.TrimSpace(string(b))
+	return s
+}
+
+// freePort is a TCP port nobody listens on now.
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// runPython runs a script of testdata with Debian's Python and returns
+// its standard output; the test fails with both outputs when the
+// script does.
+func runPython(t *testing.T, timeout time.Duration, script string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, append([]string{filepath.Join("testdata", script)}, args...)...)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "JUPYTER_PLATFORM_DIRS=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s\n%s", script, err, out, stderr.String())
+	}
+	return string(out)
+}
