@@ -130,7 +130,7 @@ var cases = []compatCase{
 		code: map[string]string{
 			"python": `print("hello, world")`, "javascript": `console.log("hello, world")`,
 			"typescript": `console.log("hello, world")`, "bash": `echo "hello, world"`,
-			"sql": `SELECT 'hello, world' AS greeting;`,
+			"sql": `SELECT 'hello, world' AS greeting;`, "postgres": `SELECT 'hello, world' AS greeting;`,
 		},
 		want: func(t *testing.T, l string, o outcome) {
 			if !strings.Contains(o.stdout+o.displays, "hello, world") {
@@ -179,7 +179,7 @@ var cases = []compatCase{
 		code: map[string]string{
 			"python": "x = 1\ny = (2 +\nz = 3\n\n", "javascript": "let a = 1;\nlet b = ;\n",
 			"typescript": "let a = 1;\nlet b = ;\n", "bash": "echo ok\nif then fi\n",
-			"sql": "SELECT 1;\nSELEC 2;",
+			"sql": "SELECT 1;\nSELEC 2;", "postgres": "SELECT 1;\nSELEC 2;",
 		},
 		want: func(t *testing.T, l string, o outcome) {
 			if o.status != "error" || o.errName == "" || o.errLine < 2 {
@@ -195,6 +195,7 @@ var cases = []compatCase{
 		code: map[string]string{
 			"python": "a = [1]\nb = a[5]", "javascript": "const a = null;\na.field;",
 			"typescript": "const a: any = null;\na.field;", "sql": "SELECT 1;\nSELECT * FROM no_such_table;",
+			"postgres": "SELECT 1;\nSELECT * FROM no_such_table;",
 		},
 		want: func(t *testing.T, l string, o outcome) {
 			if o.status != "error" || o.errName == "" || o.errLine != 2 {
@@ -251,7 +252,8 @@ var cases = []compatCase{
 		name: "state",
 		code: map[string]string{
 			"python": "n = 41", "javascript": "let n = 41", "typescript": "let n: number = 41", "bash": "n=41",
-			"sql": "CREATE TABLE IF NOT EXISTS state (n); DELETE FROM state; INSERT INTO state VALUES (41);",
+			"sql":      "CREATE TABLE IF NOT EXISTS state (n); DELETE FROM state; INSERT INTO state VALUES (41);",
+			"postgres": "CREATE TABLE IF NOT EXISTS state (n int); DELETE FROM state; INSERT INTO state VALUES (41);",
 		},
 		want: func(t *testing.T, l string, o outcome) {
 			if o.status != "ok" {
@@ -263,7 +265,7 @@ var cases = []compatCase{
 		name: "state-read",
 		code: map[string]string{
 			"python": "print(n + 1)", "javascript": "console.log(n + 1)", "typescript": "console.log(n + 1)",
-			"bash": "echo $((n + 1))", "sql": "SELECT n + 1 AS answer FROM state;",
+			"bash": "echo $((n + 1))", "sql": "SELECT n + 1 AS answer FROM state;", "postgres": "SELECT n + 1 AS answer FROM state;",
 		},
 		want: func(t *testing.T, l string, o outcome) {
 			if !strings.Contains(o.stdout+o.displays, "42") {
@@ -274,7 +276,7 @@ var cases = []compatCase{
 }
 
 // replLanguages are the languages with a kernel.
-var replLanguages = []string{"python", "javascript", "typescript", "bash", "sql"}
+var replLanguages = []string{"python", "javascript", "typescript", "bash", "sql", "postgres"}
 
 func TestREPLCompatibility(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -300,7 +302,7 @@ func TestREPLCompatibility(t *testing.T) {
 			dir := t.TempDir()
 			os.Chmod(dir, 0o777)
 			spec.Env = append(append([]string{}, l.Env...), spec.Env...)
-			host := hostSide{k: kerneltest.Start(t, spec.Argv, spec.Env, dir), dir: dir}
+			host := hostSide{k: kerneltest.Start(t, hostArgv(t, language, spec.Argv, dir), spec.Env, dir), dir: dir}
 			box := sandboxSide{s: s, lang: language}
 			for _, c := range cases {
 				code, ok := c.code[language]
@@ -360,6 +362,7 @@ func TestREPLLimitsAndControl(t *testing.T) {
 	loops := map[string]string{
 		"python": "while True: pass", "javascript": "while (true) {}", "typescript": "while (true) {}",
 		"bash": "while true; do :; done", "sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c;",
+		"postgres": "SELECT pg_sleep(60);",
 	}
 	floods := map[string]string{
 		"python": "while True: print('x' * 1000)", "javascript": "while (true) console.log('x'.repeat(1000))",

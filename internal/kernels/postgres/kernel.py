@@ -161,12 +161,16 @@ def run_initdb(paths):
         out = p.stdout.decode("utf-8", "replace").strip()
         # A half-made cluster would stop the next try: initdb wants an empty directory.
         subprocess.run(["rm", "-rf", paths.data])
-        raise ServerError("initdb failed (exit %d): %s%s" % (p.returncode, tail(out), space_hint(out)))
+        hint = space_hint(out)
+        if hint:
+            hint = hint[:-1] + "; a new database needs about 30 MB)"
+        raise ServerError("initdb failed (exit %d): %s%s" % (p.returncode, tail(out), hint))
 
 
 def space_hint(text):
     if "No space left" in text or "could not extend" in text:
-        return " (the workspace's disk limit is reached; the database needs about 30 MB to start)"
+        return (" (the workspace's disk limit is reached: the database's files in .kiln/postgres count against it;"
+                " drop tables or delete files to free space)")
     return ""
 
 
