@@ -31,8 +31,9 @@ type notebookServer struct {
 	url, token string
 }
 
-// startNotebook runs `jupyter notebook --gateway-url URL
-// --GatewayClient.auth_token KEY`, the README's command, on a free port.
+// startNotebook runs the README's command, `JUPYTER_GATEWAY_AUTH_TOKEN=KEY
+// jupyter notebook --gateway-url URL`, on a free port (as root, with
+// --allow-root).
 func startNotebook(t *testing.T, kilnURL, key string) *notebookServer {
 	t.Helper()
 	if _, err := os.Stat(jupyterBin); err != nil {
@@ -41,11 +42,11 @@ func startNotebook(t *testing.T, kilnURL, key string) *notebookServer {
 	dir := t.TempDir()
 	port := freePort(t)
 	nb := &notebookServer{url: fmt.Sprintf("http://127.0.0.1:%d", port), token: "nb-test-token"}
-	cmd := exec.Command(jupyterBin, "notebook", "--gateway-url", kilnURL, "--GatewayClient.auth_token="+key,
+	cmd := exec.Command(jupyterBin, "notebook", "--gateway-url", kilnURL,
 		"--no-browser", "--allow-root", "--ip=127.0.0.1", fmt.Sprintf("--port=%d", port), "--port-retries=0",
 		"--NotebookApp.token="+nb.token, "--notebook-dir="+dir)
 	// The notebook server's own files go to the test's directory, not root's home.
-	cmd.Env = append(os.Environ(), "HOME="+dir, "JUPYTER_CONFIG_DIR="+filepath.Join(dir, "config"),
+	cmd.Env = append(os.Environ(), "JUPYTER_GATEWAY_AUTH_TOKEN="+key, "HOME="+dir, "JUPYTER_CONFIG_DIR="+filepath.Join(dir, "config"),
 		"JUPYTER_DATA_DIR="+filepath.Join(dir, "data"), "JUPYTER_RUNTIME_DIR="+filepath.Join(dir, "runtime"))
 	logs := &syncBuilder{}
 	cmd.Stdout, cmd.Stderr = writerOf(logs), writerOf(logs)
