@@ -28,6 +28,8 @@
 //	DELETE /v1/sessions/{id}                ends it (204)
 //	POST   /v1/sessions/{id}/interrupt      stops the running cell (204)
 //	POST   /v1/sessions/{id}/restart        ?language= restarts kernels, keeps files (204)
+//	POST   /v1/sessions/{id}/packages       PackageRequest -> PackageResult; with
+//	                                        "Accept: text/event-stream", a stream of Event
 //	POST   /v1/sessions/{id}/executions     ExecRequest -> Execution; with
 //	                                        "Accept: text/event-stream", a stream of Event
 //	GET    /v1/sessions/{id}/executions     ?limit=&cursor= -> ExecutionList

@@ -133,6 +133,10 @@ type ExecRequest struct {
 	// node --test, Rust with rustc --test; the result lists each test.
 	// Test files are also found by name (test_*.py, *.test.js, *_test.go).
 	Test bool `json:"test,omitempty"`
+	// Packages are installed into the session before the code runs, as
+	// POST /v1/sessions/{id}/packages would: with pip for Python, npm for
+	// JavaScript and TypeScript ("requests==2.31.0", "left-pad@1.3.0").
+	Packages []string `json:"packages,omitempty"`
 }
 
 // Execution is one cell of a session's history.
@@ -185,6 +189,9 @@ type Event struct {
 	// Password says an input_request's input is a secret (Python's
 	// getpass, bash's read -s): do not echo it.
 	Password bool `json:"password,omitempty"`
+	// Packages is, in a package install's stream, the done event's
+	// result.
+	Packages *PackageResult `json:"packages,omitempty"`
 	// ExecutionID names the cell of an event of a session's event stream
 	// (GET /v1/sessions/{id}/events), where the cells of every user of
 	// the session are told.
@@ -237,6 +244,9 @@ type RunRequest struct {
 	BuildOptions []string `json:"build_options,omitempty"`
 	// Test: as ExecRequest's.
 	Test bool `json:"test,omitempty"`
+	// Packages: as ExecRequest's. A one-shot run's network policy is
+	// "none", so a run that names packages is refused, saying so.
+	Packages []string `json:"packages,omitempty"`
 	// Cache takes the result from the caller's own result cache when the
 	// same run (runtime version, code, files, stdin, args, limits) is
 	// there, and keeps this one's; opt-in, since kiln cannot know whether

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/kernels"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/programs"
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
@@ -95,6 +97,12 @@ func (s *Session) Agent() *agentclient.Client { return s.sb.Agent }
 
 // ID is the session's sandbox id.
 func (s *Session) ID() string { return s.sb.ID }
+
+// BuildArea is the private place outside the workspace, on the sandbox's
+// /tmp, as the sandbox's processes see it (package programs' BuildArea
+// unless the backend says otherwise). The service installs a session's
+// packages below it.
+func (s *Session) BuildArea() string { return cmp.Or(s.sb.BuildArea, programs.BuildArea) }
 
 // Run checks a cell against the engine's own bounds and runs it; the
 // service, which has bounds of its own, uses CheckCell and RunChecked.

@@ -44,7 +44,10 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	id := r.PathValue("id")
 	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-		return s.execSSE(w, r, c, id, cell)
+		return s.execSSE(w, r, c, id, req, cell)
+	}
+	if err := s.cellPackages(r.Context(), c, id, req, service.PackageEvents{}); err != nil {
+		return err
 	}
 	e, err := s.svc.Exec(r.Context(), c.user, id, cell, service.ExecEvents{})
 	if err != nil {
@@ -55,11 +58,17 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *call) error {
 
 // execSSE streams the cell as Server-Sent Events. Errors before the cell
 // starts are ordinary problem answers; after that they are an error event.
-func (s *Server) execSSE(w http.ResponseWriter, r *http.Request, c *call, id string, cell kiln.CellRequest) error {
+func (s *Server) execSSE(w http.ResponseWriter, r *http.Request, c *call, id string, req client.ExecRequest, cell kiln.CellRequest) error {
 	st := newSSE(w)
 	defer st.close()
 	ev := eventSink(func(e client.Event) { st.send(e) })
-	e, err := s.svc.Exec(r.Context(), c.user, id, cell, ev.execEvents(st.start))
+	// The packages' install streams its output as the cell's stderr, as
+	// a notebook's "pip install" cell would.
+	err := s.cellPackages(r.Context(), c, id, req, service.PackageEvents{Stdout: ev.text(client.EventStderr), Stderr: ev.text(client.EventStderr)})
+	var e kiln.Execution
+	if err == nil {
+		e, err = s.svc.Exec(r.Context(), c.user, id, cell, ev.execEvents(st.start))
+	}
 	if err != nil {
 		if !st.started() {
 			return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kiln-dev/kiln/client"
 	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/service"
 )
 
 // maxWSMessage bounds one client message (a cell's code rides in one).
@@ -147,7 +148,11 @@ func (ws *wsCell) execute(ctx context.Context, req client.ExecRequest) error {
 	go func() {
 		defer ws.running.Done()
 		sink := eventSink(ws.send)
-		e, err := ws.s.svc.Exec(ctx, ws.c.user, ws.id, cell, sink.execEvents(func() {}))
+		err := ws.s.cellPackages(ctx, ws.c, ws.id, req, service.PackageEvents{Stdout: sink.text(client.EventStderr), Stderr: sink.text(client.EventStderr)})
+		var e kiln.Execution
+		if err == nil {
+			e, err = ws.s.svc.Exec(ctx, ws.c.user, ws.id, cell, sink.execEvents(func() {}))
+		}
 		// The socket takes the next execute as soon as the client has
 		// done, so the cell is over before done is sent.
 		pr.Close()

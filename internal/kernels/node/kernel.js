@@ -228,7 +228,22 @@
   let current = null; // the running cell: { id, file, interrupt, finished }
   let count = 0; // cells run, for "<cell N>"; a warm-up cell takes no number
 
+  // Packages installed into the session (POST /v1/sessions/{id}/packages)
+  // go into node_modules on the sandbox's private /tmp
+  // (service/packages.go). When it appears, it joins NODE_PATH and
+  // require's global paths are read again, so a cell finds them without a
+  // restart. (import() of a bare name does not read NODE_PATH.)
+  const PKG_MODULES = path.join(process.env.TMPDIR || '/tmp', '.kiln', 'packages', 'node', 'node_modules');
+  let pkgSeen = false;
+  function seePackages() {
+    if (pkgSeen || !fs.existsSync(PKG_MODULES)) return;
+    pkgSeen = true;
+    process.env.NODE_PATH = [PKG_MODULES, process.env.NODE_PATH].filter(Boolean).join(path.delimiter);
+    require('module')._initPaths();
+  }
+
   async function execute(msg) {
+    seePackages();
     const cell = typeof msg.cell === 'string' ? msg.cell : '';
     const file = msg.warmup ? '<warm-up>' : `<cell ${++count}>`;
     const cur = (current = { id: cell, file, interrupt: null, finished: false });

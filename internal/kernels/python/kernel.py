@@ -812,8 +812,43 @@ def _flush_std():
             pass
 
 
+# Packages installed into the session (POST /v1/sessions/{id}/packages)
+# go into a venv on the sandbox's private /tmp (service/packages.go). Its
+# site-packages joins sys.path ahead of the system's, as in the venv
+# itself, when it appears or changes, so a cell sees them without a
+# restart; its bin/ goes on PATH for subprocesses.
+_PKG_VENV = os.path.join(os.environ.get("TMPDIR") or "/tmp", ".kiln", "packages", "python")
+_PKG_SITE = os.path.join(_PKG_VENV, "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
+_pkg_mtime = None
+
+
+def _see_packages():
+    global _pkg_mtime
+    try:
+        m = os.stat(_PKG_SITE).st_mtime_ns
+    except OSError:
+        return
+    if m == _pkg_mtime:
+        return
+    _pkg_mtime = m
+    if _PKG_SITE not in sys.path:
+        at = len(sys.path)
+        for i, p in enumerate(sys.path):
+            if p.endswith(("site-packages", "dist-packages")):
+                at = i
+                break
+        sys.path.insert(at, _PKG_SITE)
+        os.environ["PATH"] = os.path.join(_PKG_VENV, "bin") + os.pathsep + os.environ.get("PATH", "")
+    import importlib
+    import site
+
+    site.addsitedir(_PKG_SITE)  # its .pth files
+    importlib.invalidate_caches()
+
+
 def _execute(msg):
     global _armed, _pending, _cell, _open, _count, _shown, _stdin_cell, _cell_in
+    _see_packages()
     cell = msg.get("cell")
     code = msg.get("code")
     if not isinstance(code, str):

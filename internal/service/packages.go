@@ -1,0 +1,556 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/protocol"
+	"github.com/kiln-dev/kiln/internal/store"
+)
+
+// Package managers.
+const (
+	ManagerPip = "pip"
+	ManagerNPM = "npm"
+)
+
+// Bounds on a package request: what a hostile client can make kiln parse
+// and pass on.
+const (
+	MaxPackages        = 100
+	maxSpecBytes       = 256
+	maxRequirementFile = 256 << 10
+	installTimeout     = 5 * time.Minute
+	installOutput      = 4 << 20
+)
+
+// Where a session's packages live, below its sandbox's build area (the
+// private /tmp, outside the workspace): not listed, archived or charged to
+// the workspace, and gone with the sandbox, hence with the session. The
+// kernels find the same places from $TMPDIR (kernel.py, kernel.js).
+const (
+	venvDir     = "packages/python"    // a venv with --system-site-packages
+	nodeDir     = "packages/node"      // npm's --prefix: node_modules below it
+	pipCacheDir = "packages/cache/pip" // pip's cache and npm's, never ~
+	npmCacheDir = "packages/cache/npm" // (~ is the workspace)
+	npmLogsDir  = "packages/cache/npm-logs"
+	pipReport   = "packages/pip-report.json"
+)
+
+// PackageRequest asks for packages in a session: names with optional
+// versions, or a requirements.txt (pip) or package.json (npm) in the
+// workspace, or both.
+type PackageRequest struct {
+	Manager      string   // ManagerPip or ManagerNPM
+	Packages     []string // "requests==2.31.0", "left-pad@1.3.0"
+	Requirements string   // a workspace path
+}
+
+// Package is one installed package.
+type Package struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Requested: named in the request (not only a dependency).
+	Requested bool `json:"requested"`
+	// Present: it was there already (the system's, or installed before),
+	// so nothing was installed for it now.
+	Present bool `json:"present,omitempty"`
+}
+
+// PackageResult is what an install did.
+type PackageResult struct {
+	Manager  string
+	Packages []Package
+	Wall     time.Duration
+}
+
+// PackageEvents receive an install's progress; any may be nil.
+type PackageEvents struct {
+	Queued  func(Place)
+	Started func()
+	Stdout  func([]byte)
+	Stderr  func([]byte)
+}
+
+// ManagerFor is the package manager of a language's packages: pip for
+// Python, npm for JavaScript and TypeScript, "" for the others.
+func ManagerFor(language string) string {
+	switch language {
+	case "python":
+		return ManagerPip
+	case "javascript", "typescript":
+		return ManagerNPM
+	}
+	return ""
+}
+
+// InstallPackages installs packages into u's session and says what it
+// installed. It runs as a cell does: in the session's turn, with a place
+// in the queue; its output goes to ev as it comes. A session whose network
+// policy allows nothing is refused at once, before anything runs.
+func (s *Service) InstallPackages(ctx context.Context, u kiln.User, sessionID string, req PackageRequest, ev PackageEvents) (PackageResult, error) {
+	specs, err := CheckPackages(req)
+	if err != nil {
+		return PackageResult{}, err
+	}
+	l, err := s.liveFor(ctx, u, sessionID)
+	if err != nil {
+		return PackageResult{}, err
+	}
+	if err := s.packagesReachable(l, req.Manager); err != nil {
+		return PackageResult{}, err
+	}
+	return s.install(ctx, u, l, req, specs, ev)
+}
+
+// install is InstallPackages once the request and the policy are checked.
+func (s *Service) install(ctx context.Context, u kiln.User, l *live, req PackageRequest, specs []string, ev PackageEvents) (PackageResult, error) {
+	if err := s.checkBudget(ctx, u); err != nil {
+		return PackageResult{}, err
+	}
+	release := l.hold()
+	defer release()
+	t, err := s.enterQueue(u)
+	if err != nil {
+		return PackageResult{}, err
+	}
+	defer t.release()
+	if err := l.lockCells(ctx, func(n int) {
+		if ev.Queued != nil {
+			ev.Queued(Place{Position: n, Reason: WaitSession})
+		}
+	}); err != nil {
+		return PackageResult{}, err
+	}
+	defer l.unlockCells()
+	if err := t.run(ctx, ev.Queued); err != nil {
+		return PackageResult{}, err
+	}
+	sess, err := l.sandbox(ctx, s.engine)
+	if err != nil {
+		return PackageResult{}, err
+	}
+	if ev.Started != nil {
+		ev.Started()
+	}
+	start := time.Now()
+	res, err := installIn(ctx, sess, req, specs, ev)
+	res.Wall = time.Since(start)
+	outcome := "ok"
+	if err != nil {
+		outcome = string(kiln.KindOf(err))
+	}
+	s.audit(context.WithoutCancel(ctx), store.AuditEntry{UserID: u.ID, Actor: u.ID, Action: "packages.install", SessionID: l.rec.ID, Outcome: outcome,
+		Detail: jsonDetail(map[string]any{"manager": req.Manager, "packages": specs, "installed": res.Packages})})
+	return res, err
+}
+
+// packagesReachable refuses an install that cannot reach an index: under
+// the network policy "none" (every session's until the egress proxy gives
+// sessions another) pip and npm would only fail after their retries, so
+// the API says why at once.
+func (s *Service) packagesReachable(l *live, manager string) error {
+	return kiln.Errorf(kiln.Forbidden, "this session's network policy is %q, so %s cannot reach a package index; "+
+		"installing packages needs a session whose network policy is \"allowlist\"", "none", manager)
+}
+
+// CheckPackages checks a request's manager and names before anything
+// runs and returns the names as they will be passed on. A requirements
+// file is read and checked later, in the sandbox's turn.
+func CheckPackages(req PackageRequest) ([]string, error) {
+	if req.Manager != ManagerPip && req.Manager != ManagerNPM {
+		return nil, kiln.Errorf(kiln.Invalid, "manager %q is not a package manager kiln runs; use \"pip\" or \"npm\"", trunc(req.Manager, 40))
+	}
+	if len(req.Packages) == 0 && req.Requirements == "" {
+		return nil, kiln.Errorf(kiln.Invalid, "name packages to install, or a requirements file (requirements.txt for pip, package.json for npm) in the workspace")
+	}
+	if len(req.Packages) > MaxPackages {
+		return nil, kiln.Errorf(kiln.Invalid, "%d packages in one request; at most %d", len(req.Packages), MaxPackages)
+	}
+	if req.Requirements != "" {
+		if _, err := CleanPath(req.Requirements, false); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]string, 0, len(req.Packages))
+	for i, p := range req.Packages {
+		spec, err := checkSpec(req.Manager, p)
+		if err != nil {
+			return nil, kiln.Errorf(kiln.Invalid, "packages[%d]: %s", i, kiln.Message(err))
+		}
+		out = append(out, spec)
+	}
+	return out, nil
+}
+
+// A pip requirement kiln passes on: a project name (PEP 508), optional
+// extras, optional version clauses. No markers, URLs, paths or options.
+var (
+	pipName = `[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?`
+	pipOp   = `[ \t]*(?:===|==|!=|~=|<=|>=|<|>)[ \t]*[A-Za-z0-9.*+!_-]+`
+	pipSpec = regexp.MustCompile(`^(` + pipName + `)[ \t]*(?:\[[ \t]*` + pipName + `(?:[ \t]*,[ \t]*` + pipName + `)*[ \t]*\])?(?:` + pipOp + `(?:[ \t]*,` + pipOp + `)*)?$`)
+	// An npm package: a name, scoped or not, and an optional version,
+	// range or tag. No aliases (npm:), git, URLs, paths or options.
+	npmSpec = regexp.MustCompile(`^((?:@[A-Za-z0-9][A-Za-z0-9._~-]*/)?[A-Za-z0-9][A-Za-z0-9._~-]*)(?:@([0-9A-Za-z.^~<>=*|+ -]+))?$`)
+)
+
+// checkSpec checks one package as a client wrote it and says what is
+// wrong and what is allowed.
+func checkSpec(manager, p string) (string, error) {
+	q := trunc(p, 80)
+	allowed := `a name with an optional version, such as "requests", "requests==2.31.0" or "pandas>=2,<3"`
+	if manager == ManagerNPM {
+		allowed = `a name with an optional version or range, such as "left-pad", "left-pad@1.3.0" or "@types/node@^20"`
+	}
+	switch {
+	case strings.TrimSpace(p) == "":
+		return "", kiln.Errorf(kiln.Invalid, "an empty package name; give %s", allowed)
+	case len(p) > maxSpecBytes:
+		return "", kiln.Errorf(kiln.Invalid, "%q is longer than %d bytes", q, maxSpecBytes)
+	case strings.HasPrefix(strings.TrimSpace(p), "-"):
+		return "", kiln.Errorf(kiln.Invalid, "%q looks like an option; options are not allowed, only %s", q, allowed)
+	case strings.ContainsAny(p, "/\\:") && !(manager == ManagerNPM && strings.HasPrefix(p, "@") && strings.Count(p, "/") == 1 && !strings.ContainsAny(p, "\\:")):
+		return "", kiln.Errorf(kiln.Invalid, "%q is a URL or a path; packages come only from the administrator's index: give %s", q, allowed)
+	case manager == ManagerPip && strings.Contains(p, ";"):
+		return "", kiln.Errorf(kiln.Invalid, "%q has an environment marker (;); give %s", q, allowed)
+	case manager == ManagerPip && strings.Contains(p, "@"):
+		return "", kiln.Errorf(kiln.Invalid, "%q is a direct reference (name @ url); give %s", q, allowed)
+	}
+	re := pipSpec
+	if manager == ManagerNPM {
+		re = npmSpec
+	}
+	if !re.MatchString(p) {
+		return "", kiln.Errorf(kiln.Invalid, "%q is not a package kiln can install; give %s", q, allowed)
+	}
+	if manager == ManagerPip {
+		return strings.Join(strings.Fields(p), ""), nil
+	}
+	return strings.TrimSpace(p), nil
+}
+
+// specName is the package name of a checked spec.
+func specName(manager, spec string) string {
+	if manager == ManagerNPM {
+		return npmSpec.FindStringSubmatch(spec)[1]
+	}
+	return pipSpec.FindStringSubmatch(spec)[1]
+}
+
+// normalizePip is a pip project name normalised as PEP 503 says.
+func normalizePip(name string) string {
+	return strings.ToLower(regexp.MustCompile(`[-_.]+`).ReplaceAllString(name, "-"))
+}
+
+// installIn installs into a session's sandbox: the requirements file's
+// packages, if any, and specs.
+func installIn(ctx context.Context, sess *engine.Session, req PackageRequest, specs []string, ev PackageEvents) (PackageResult, error) {
+	res := PackageResult{Manager: req.Manager}
+	if req.Requirements != "" {
+		more, err := readRequirements(ctx, sess, req)
+		if err != nil {
+			return res, err
+		}
+		specs = append(more, specs...)
+	}
+	if len(specs) == 0 {
+		return res, nil
+	}
+	ex := &installer{sess: sess, area: sess.BuildArea(), ev: ev}
+	var err error
+	if req.Manager == ManagerPip {
+		res.Packages, err = ex.pip(ctx, specs)
+	} else {
+		res.Packages, err = ex.npm(ctx, specs)
+	}
+	return res, err
+}
+
+// readRequirements reads and checks the workspace's requirements.txt or
+// package.json. Each entry is checked as a name in the request would be:
+// the file is the user's, as hostile as the request.
+func readRequirements(ctx context.Context, sess *engine.Session, req PackageRequest) ([]string, error) {
+	p, _ := CleanPath(req.Requirements, false)
+	q := trunc(p, 200)
+	data, err := sess.Agent().ReadFile(ctx, p, maxRequirementFile+1)
+	if err != nil {
+		return nil, kiln.Wrap(kiln.Invalid, err, "cannot read the requirements file %q in the workspace", q)
+	}
+	if len(data) > maxRequirementFile {
+		return nil, kiln.Errorf(kiln.TooLarge, "the requirements file %q is over %d KiB", q, maxRequirementFile>>10)
+	}
+	var entries []string
+	if req.Manager == ManagerNPM {
+		var pkg struct {
+			Dependencies    map[string]string `json:"dependencies"`
+			DevDependencies map[string]string `json:"devDependencies"`
+		}
+		if err := json.Unmarshal(data, &pkg); err != nil {
+			return nil, kiln.Errorf(kiln.Invalid, "%q is not a package.json kiln can read: %v", q, err)
+		}
+		for _, deps := range []map[string]string{pkg.Dependencies, pkg.DevDependencies} {
+			for name, rng := range deps {
+				entries = append(entries, name+"@"+rng)
+			}
+		}
+		slices.Sort(entries)
+	} else {
+		for i, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if c := strings.Index(line, " #"); c >= 0 {
+				line = strings.TrimSpace(line[:c])
+			}
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if strings.HasPrefix(line, "-") {
+				return nil, kiln.Errorf(kiln.Invalid, "%s line %d: %q is an option; a requirements file may hold only names with optional versions (no -r, -e, --index-url, --hash or other options)", q, i+1, trunc(line, 80))
+			}
+			entries = append(entries, line)
+		}
+	}
+	if len(entries) > MaxPackages {
+		return nil, kiln.Errorf(kiln.Invalid, "%q names %d packages; at most %d", q, len(entries), MaxPackages)
+	}
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		spec, err := checkSpec(req.Manager, e)
+		if err != nil {
+			return nil, kiln.Errorf(kiln.Invalid, "%s: %s", q, kiln.Message(err))
+		}
+		out = append(out, spec)
+	}
+	return out, nil
+}
+
+// installer runs pip and npm in a session's sandbox, as the session's
+// user, through ordinary execs that stop only themselves.
+type installer struct {
+	sess *engine.Session
+	area string
+	ev   PackageEvents
+}
+
+func (x *installer) at(p string) string { return path.Join(x.area, p) }
+
+// run runs argv, streaming its output to the events; a failure is an
+// error quoting the end of what it printed.
+func (x *installer) run(ctx context.Context, what string, argv ...string) (stdout []byte, err error) {
+	return x.exec(ctx, what, true, argv)
+}
+
+// quiet runs argv as run does, without streaming its output: kiln's own
+// steps (reading a report), not the package manager's progress.
+func (x *installer) quiet(ctx context.Context, what string, argv ...string) (stdout []byte, err error) {
+	return x.exec(ctx, what, false, argv)
+}
+
+func (x *installer) exec(ctx context.Context, what string, streamed bool, argv []string) (stdout []byte, err error) {
+	var out, errs bytes.Buffer
+	stream := func(f func([]byte), b *bytes.Buffer) writerTo {
+		return func(p []byte) {
+			b.Write(p) // bounded by the exec's output limit
+			if f != nil && streamed {
+				f(p)
+			}
+		}
+	}
+	info, err := x.sess.Agent().Exec(ctx, protocol.Exec{Argv: argv, TimeoutMs: installTimeout.Milliseconds(),
+		OutputBytes: installOutput, KillScope: protocol.KillGroup}, stream(x.ev.Stdout, &out), stream(x.ev.Stderr, &errs))
+	if err != nil {
+		return nil, kiln.Wrap(kiln.SandboxError, err, "%s: the sandbox did not run it", what)
+	}
+	switch {
+	case info.TimedOut:
+		return out.Bytes(), kiln.Errorf(kiln.Invalid, "%s took longer than %v and was stopped", what, installTimeout)
+	case info.Canceled:
+		return out.Bytes(), kiln.Errorf(kiln.Invalid, "%s was cancelled", what)
+	case info.Code != 0:
+		return out.Bytes(), failed(what, out.String()+"\n"+errs.String())
+	}
+	return out.Bytes(), nil
+}
+
+// failed is a failed install as an error: the policy's refusal when the
+// proxy said so (forbidden), else what pip or npm said at the end.
+func failed(what, output string) error {
+	msg := lastLines(output, 8)
+	if strings.Contains(output, "network policy") || strings.Contains(output, "package policy") {
+		return kiln.Errorf(kiln.Forbidden, "%s was refused by this session's policy: %s", what, msg)
+	}
+	return kiln.Errorf(kiln.Invalid, "%s failed: %s", what, msg)
+}
+
+// lastLines are the last n non-empty lines of s, joined by " | ".
+func lastLines(s string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return trunc(strings.Join(lines, " | "), 2000)
+}
+
+// pip installs into the session's venv, made first if it is not there.
+// The venv sees the system's packages (--system-site-packages) and uses
+// the system's pip (--without-pip: no copy of pip per session).
+func (x *installer) pip(ctx context.Context, specs []string) ([]Package, error) {
+	venv := x.at(venvDir)
+	if _, err := x.run(ctx, "making the session's Python environment", "python3", "-m", "venv", "--without-pip", "--system-site-packages", venv); err != nil {
+		return nil, err
+	}
+	py := path.Join(venv, "bin", "python")
+	argv := []string{py, "-m", "pip", "install", "--no-input", "--disable-pip-version-check", "--no-warn-script-location",
+		"--progress-bar", "off", "--cache-dir", x.at(pipCacheDir), "--report", x.at(pipReport), "--"}
+	if _, err := x.run(ctx, "pip install "+strings.Join(specs, " "), append(argv, specs...)...); err != nil {
+		return nil, err
+	}
+	rep, err := x.quiet(ctx, "reading pip's report", "cat", x.at(pipReport))
+	if err != nil {
+		return nil, err
+	}
+	pkgs, err := parsePipReport(rep)
+	if err != nil {
+		return nil, err
+	}
+	// Requested packages that were there already are not in the report;
+	// their versions come from the venv's Python, which sees both.
+	var missing []string
+	for _, sp := range specs {
+		n := normalizePip(specName(ManagerPip, sp))
+		if !slices.ContainsFunc(pkgs, func(p Package) bool { return normalizePip(p.Name) == n }) {
+			missing = append(missing, specName(ManagerPip, sp))
+		}
+	}
+	if len(missing) > 0 {
+		out, err := x.quiet(ctx, "reading installed versions", append([]string{py, "-c", pipVersions}, missing...)...)
+		if err != nil {
+			return nil, err
+		}
+		var vs map[string]string
+		if err := json.Unmarshal(out, &vs); err != nil {
+			return nil, kiln.Wrap(kiln.Internal, err, "reading installed versions")
+		}
+		for _, n := range missing {
+			pkgs = append(pkgs, Package{Name: n, Version: vs[n], Requested: true, Present: true})
+		}
+	}
+	return pkgs, nil
+}
+
+// pipVersions prints the installed version of each name in argv as JSON.
+const pipVersions = `import json, sys
+from importlib import metadata
+def v(n):
+    try:
+        return metadata.version(n)
+    except Exception:
+        return ""
+print(json.dumps({n: v(n) for n in sys.argv[1:]}))`
+
+// parsePipReport reads pip's installation report (pip install --report).
+func parsePipReport(b []byte) ([]Package, error) {
+	var rep struct {
+		Install []struct {
+			Requested bool `json:"requested"`
+			Metadata  struct {
+				Name    string `json:"name"`
+				Version string `json:"version"`
+			} `json:"metadata"`
+		} `json:"install"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, kiln.Wrap(kiln.Internal, err, "pip's report is not JSON")
+	}
+	out := make([]Package, 0, len(rep.Install))
+	for _, i := range rep.Install {
+		out = append(out, Package{Name: i.Metadata.Name, Version: i.Metadata.Version, Requested: i.Requested})
+	}
+	return out, nil
+}
+
+// npm installs into node_modules below the session's node prefix, with
+// its cache and logs beside it (never in the workspace, npm's default).
+func (x *installer) npm(ctx context.Context, specs []string) ([]Package, error) {
+	prefix := x.at(nodeDir)
+	if _, err := x.run(ctx, "making the session's node_modules", "mkdir", "-p", prefix); err != nil {
+		return nil, err
+	}
+	common := []string{"--prefix", prefix, "--cache", x.at(npmCacheDir), "--logs-dir", x.at(npmLogsDir),
+		"--no-update-notifier", "--no-audit", "--no-fund", "--color", "false"}
+	argv := append(append([]string{"npm", "install"}, common...), "--")
+	if _, err := x.run(ctx, "npm install "+strings.Join(specs, " "), append(argv, specs...)...); err != nil {
+		return nil, err
+	}
+	// npm ls exits non-zero on problems it also describes in the JSON
+	// (an unmet peer), so its output is read whatever its status.
+	out, _ := x.quiet(ctx, "npm ls", append(append([]string{"npm", "ls"}, common...), "--json", "--all")...)
+	names := make([]string, 0, len(specs))
+	for _, sp := range specs {
+		names = append(names, specName(ManagerNPM, sp))
+	}
+	return parseNPMTree(out, names)
+}
+
+// npmNode is a node of npm ls --json's tree.
+type npmNode struct {
+	Version      string              `json:"version"`
+	Dependencies map[string]*npmNode `json:"dependencies"`
+}
+
+// parseNPMTree lists the requested packages and everything under them,
+// once each.
+func parseNPMTree(b []byte, requested []string) ([]Package, error) {
+	var root npmNode
+	if err := json.Unmarshal(bytes.TrimSpace(b), &root); err != nil {
+		return nil, kiln.Wrap(kiln.Internal, err, "npm ls did not answer JSON")
+	}
+	var out []Package
+	seen := map[string]bool{}
+	var walk func(name string, n *npmNode, top bool)
+	walk = func(name string, n *npmNode, top bool) {
+		if n == nil || seen[name+"@"+n.Version] {
+			return
+		}
+		seen[name+"@"+n.Version] = true
+		out = append(out, Package{Name: name, Version: n.Version, Requested: top})
+		deps := make([]string, 0, len(n.Dependencies))
+		for d := range n.Dependencies {
+			deps = append(deps, d)
+		}
+		slices.Sort(deps)
+		for _, d := range deps {
+			walk(d, n.Dependencies[d], false)
+		}
+	}
+	for _, name := range requested {
+		n := root.Dependencies[name]
+		if n == nil {
+			return out, kiln.Errorf(kiln.Invalid, "npm install ended, but %q is not in node_modules", trunc(name, 100))
+		}
+		walk(name, n, true)
+	}
+	// A requested package may have come first as another's dependency.
+	for i, p := range out {
+		if n := root.Dependencies[p.Name]; n != nil && n.Version == p.Version && slices.Contains(requested, p.Name) {
+			out[i].Requested = true
+		}
+	}
+	return out, nil
+}
+
+type writerTo func([]byte)
+
+func (f writerTo) Write(p []byte) (int, error) { f(p); return len(p), nil }

@@ -1,0 +1,362 @@
+package service
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/kiln"
+)
+
+func TestCheckPackages(t *testing.T) {
+	good := []struct {
+		manager, in, want string
+	}{
+		{"pip", "requests", "requests"},
+		{"pip", "requests==2.31.0", "requests==2.31.0"},
+		{"pip", "pandas >= 2, < 3", "pandas>=2,<3"},
+		{"pip", "scikit_learn~=1.4", "scikit_learn~=1.4"},
+		{"pip", "uvicorn[standard]==0.30.*", "uvicorn[standard]==0.30.*"},
+		{"npm", "left-pad", "left-pad"},
+		{"npm", "left-pad@1.3.0", "left-pad@1.3.0"},
+		{"npm", "@types/node@^20", "@types/node@^20"},
+		{"npm", "lodash@>=4 <5", "lodash@>=4 <5"},
+		{"npm", "react@latest", "react@latest"},
+	}
+	for _, c := range good {
+		got, err := CheckPackages(PackageRequest{Manager: c.manager, Packages: []string{c.in}})
+		if err != nil || len(got) != 1 || got[0] != c.want {
+			t.Errorf("%s %q: %q, %v; want %q", c.manager, c.in, got, err, c.want)
+		}
+	}
+	bad := []struct {
+		manager, in, wantMsg string
+	}{
+		{"pip", "--index-url=http://evil/", "looks like an option"},
+		{"pip", "-e.", "looks like an option"},
+		{"pip", "https://x.invalid/a.whl", "URL or a path"},
+		{"pip", "./local.whl", "URL or a path"},
+		{"pip", "/tmp/x.tar.gz", "URL or a path"},
+		{"pip", "pkg @ git+https://x.invalid/r", "URL or a path"},
+		{"pip", "pkg@foo", "direct reference"},
+		{"pip", `requests; python_version<"3.8"`, "environment marker"},
+		{"pip", "requests 2.0", "not a package kiln can install"},
+		{"pip", "req\x00uests", "not a package kiln can install"},
+		{"pip", "", "empty package name"},
+		{"pip", strings.Repeat("a", 300), "longer than 256 bytes"},
+		{"npm", "-g", "looks like an option"},
+		{"npm", "--registry=http://evil/", "looks like an option"},
+		{"npm", "left-pad@npm:evil", "URL or a path"},
+		{"npm", "user/repo", "URL or a path"},
+		{"npm", "git+ssh://git@x.invalid/r.git", "URL or a path"},
+		{"npm", "left-pad@file:../x", "URL or a path"},
+		{"npm", "./dir", "URL or a path"},
+		{"npm", "left pad", "not a package kiln can install"},
+		{"npm", ".hidden", "not a package kiln can install"},
+		{"npm", "a@1;rm", "not a package kiln can install"},
+	}
+	for _, c := range bad {
+		_, err := CheckPackages(PackageRequest{Manager: c.manager, Packages: []string{"ok", c.in}})
+		if kiln.KindOf(err) != kiln.Invalid || !strings.Contains(kiln.Message(err), c.wantMsg) || !strings.Contains(kiln.Message(err), "packages[1]") {
+			t.Errorf("%s %q: %v; want invalid naming packages[1] and %q", c.manager, c.in, err, c.wantMsg)
+		}
+	}
+	for _, c := range []struct {
+		req  PackageRequest
+		want string
+	}{
+		{PackageRequest{Manager: "apt", Packages: []string{"curl"}}, `use "pip" or "npm"`},
+		{PackageRequest{Manager: "pip"}, "name packages to install"},
+		{PackageRequest{Manager: "pip", Packages: make([]string, MaxPackages+1)}, "at most 100"},
+		{PackageRequest{Manager: "pip", Requirements: "../etc/requirements.txt"}, ".."},
+	} {
+		_, err := CheckPackages(c.req)
+		if kiln.KindOf(err) != kiln.Invalid || !strings.Contains(kiln.Message(err), c.want) {
+			t.Errorf("%+v: %v; want invalid saying %q", c.req, err, c.want)
+		}
+	}
+}
+
+// TestInstallRefusedUnderNetworkNone: a session whose network policy is
+// none is refused at once, with the policy named, and stays usable.
+func TestInstallRefusedUnderNetworkNone(t *testing.T) {
+	ts := newTestService(t, Config{})
+	ctx := ctxT(t, 2*time.Minute)
+	u := ts.user(t, "alice", false)
+	sess, err := ts.CreateSession(ctx, u, SessionSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{ManagerPip, ManagerNPM} {
+		start := time.Now()
+		_, err := ts.InstallPackages(ctx, u, sess.ID, PackageRequest{Manager: m, Packages: []string{"requests"}}, PackageEvents{})
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%s: refused after %v, want within 2s", m, took)
+		}
+		if kiln.KindOf(err) != kiln.Forbidden || !strings.Contains(kiln.Message(err), `network policy is "none"`) {
+			t.Errorf("%s install under none: %v; want forbidden naming the policy", m, err)
+		}
+	}
+	e, err := ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Language: "python", Code: "print(1+1)"}, ExecEvents{})
+	if err != nil || e.Result.Stdout != "2\n" {
+		t.Fatalf("a cell after the refusal: %+v, %v", e.Result, err)
+	}
+}
+
+// wheel is a valid pure-Python wheel, written with archive/zip: a module
+// name with VALUE = value, and its dependencies.
+func wheel(t *testing.T, project, version, module, value string, deps ...string) (name string, data []byte) {
+	t.Helper()
+	dist := strings.ReplaceAll(project, "-", "_") + "-" + version
+	files := [][2]string{
+		{module + "/__init__.py", fmt.Sprintf("VALUE = %q\n", value)},
+		{dist + ".dist-info/METADATA", "Metadata-Version: 2.1\nName: " + project + "\nVersion: " + version + "\n" + func() string {
+			var b strings.Builder
+			for _, d := range deps {
+				b.WriteString("Requires-Dist: " + d + "\n")
+			}
+			return b.String()
+		}()},
+		{dist + ".dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: kiln-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	var record strings.Builder
+	for _, f := range files {
+		w, err := zw.Create(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(f[1]))
+		sum := sha256.Sum256([]byte(f[1]))
+		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f[0], base64.RawURLEncoding.EncodeToString(sum[:]), len(f[1]))
+	}
+	record.WriteString(dist + ".dist-info/RECORD,,\n")
+	w, _ := zw.Create(dist + ".dist-info/RECORD")
+	w.Write([]byte(record.String()))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dist + "-py3-none-any.whl", buf.Bytes()
+}
+
+// pep503 serves wheels as a PEP 503 simple index on 127.0.0.1: /simple/
+// and /simple/<project>/, the files under /files/. It counts requests per
+// project page.
+func pep503(t *testing.T, wheels map[string][2]any) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /simple/{project}/", func(w http.ResponseWriter, r *http.Request) {
+		whl, ok := wheels[r.PathValue("project")]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		name, data := whl[0].(string), whl[1].([]byte)
+		sum := sha256.Sum256(data)
+		fmt.Fprintf(w, "<!DOCTYPE html><html><body><a href=\"/files/%s#sha256=%s\">%s</a></body></html>", name, hex.EncodeToString(sum[:]), name)
+	})
+	mux.HandleFunc("GET /files/{file}", func(w http.ResponseWriter, r *http.Request) {
+		for _, whl := range wheels {
+			if whl[0].(string) == r.PathValue("file") {
+				w.Write(whl[1].([]byte))
+				return
+			}
+		}
+		http.NotFound(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// writeFile writes a workspace file of u's session.
+func (ts *testService) writeFile(t *testing.T, ctx context.Context, u kiln.User, id, p, content string) {
+	t.Helper()
+	f := ts.Files(u, id)
+	defer f.Close()
+	if _, _, err := f.Write(ctx, p, strings.NewReader(content), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// installedFor is the live install path (policy aside): sessions have
+// only the policy none until the egress proxy lands, and this tests what
+// comes after the policy's yes. On the unboxed backend the sandbox has
+// the host's network, and pip and npm read their index from the
+// workspace's (HOME's) configuration.
+func (ts *testService) installedFor(t *testing.T, ctx context.Context, u kiln.User, id string, req PackageRequest, ev PackageEvents) (PackageResult, error) {
+	t.Helper()
+	specs, err := CheckPackages(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ts.liveFor(ctx, u, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts.install(ctx, u, l, req, specs, ev)
+}
+
+// TestInstallPipFromLocalIndex: pip installs a wheel and its dependency
+// from a PEP 503 index into the session's venv (not the workspace); the
+// Python kernel that was running imports it without a restart; a
+// requirements.txt in the workspace is read, and one with an option is
+// refused naming the line.
+func TestInstallPipFromLocalIndex(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3 with venv and pip")
+	}
+	if err := exec.Command("python3", "-c", "import venv, pip").Run(); err != nil {
+		t.Skip("needs python3's venv and pip modules: " + err.Error())
+	}
+	tinyName, tiny := wheel(t, "kiln-tiny", "1.0", "kilntiny", "tiny!", "kiln-dep")
+	depName, dep := wheel(t, "kiln-dep", "2.5", "kilndep", "dep!")
+	srv := pep503(t, map[string][2]any{"kiln-tiny": {tinyName, tiny}, "kiln-dep": {depName, dep}})
+
+	ts := newTestService(t, Config{})
+	ctx := ctxT(t, 3*time.Minute)
+	u := ts.user(t, "alice", false)
+	sess, err := ts.CreateSession(ctx, u, SessionSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.writeFile(t, ctx, u, sess.ID, ".config/pip/pip.conf", "[global]\nindex-url = "+srv.URL+"/simple/\nno-cache-dir = false\n")
+	// The kernel runs before the install: no restart is needed to see it.
+	if e, err := ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Language: "python", Code: "import sys; x = 41"}, ExecEvents{}); err != nil || e.Result.Status != kiln.StatusOK {
+		t.Fatalf("first cell: %+v, %v", e.Result, err)
+	}
+	var progress strings.Builder
+	res, err := ts.installedFor(t, ctx, u, sess.ID, PackageRequest{Manager: ManagerPip, Packages: []string{"kiln-tiny==1.0"}},
+		PackageEvents{Stdout: func(p []byte) { progress.Write(p) }, Stderr: func(p []byte) { progress.Write(p) }})
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, progress.String())
+	}
+	want := map[string]Package{"kiln-tiny": {Name: "kiln-tiny", Version: "1.0", Requested: true}, "kiln-dep": {Name: "kiln-dep", Version: "2.5"}}
+	if len(res.Packages) != 2 || res.Packages[0] != want[res.Packages[0].Name] || res.Packages[1] != want[res.Packages[1].Name] {
+		t.Errorf("installed %+v, want %+v", res.Packages, want)
+	}
+	if !strings.Contains(progress.String(), "kiln-tiny") {
+		t.Errorf("no progress streamed naming the package: %q", progress.String())
+	}
+	e, err := ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Language: "python", Code: "import kilntiny, kilndep\nprint(kilntiny.VALUE, kilndep.VALUE, x + 1)"}, ExecEvents{})
+	if err != nil || e.Result.Stdout != "tiny! dep! 42\n" {
+		t.Fatalf("import in the same kernel: %+v, %v", e.Result, err)
+	}
+	// Nothing of pip's in the workspace: only the config the test wrote.
+	f := ts.Files(u, sess.ID)
+	list, err := f.List(ctx, "")
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fi := range list {
+		if fi.Name != ".config" {
+			t.Errorf("the install left %q in the workspace", fi.Name)
+		}
+	}
+
+	// A requirements file: already there is reported as present.
+	ts.writeFile(t, ctx, u, sess.ID, "requirements.txt", "# data\nkiln-dep >= 2  # pinned below 3\n\n")
+	res, err = ts.installedFor(t, ctx, u, sess.ID, PackageRequest{Manager: ManagerPip, Requirements: "requirements.txt"}, PackageEvents{})
+	if err != nil || len(res.Packages) != 1 || res.Packages[0] != (Package{Name: "kiln-dep", Version: "2.5", Requested: true, Present: true}) {
+		t.Errorf("requirements.txt: %+v, %v; want kiln-dep 2.5 present", res.Packages, err)
+	}
+	ts.writeFile(t, ctx, u, sess.ID, "requirements.txt", "kiln-dep\n--extra-index-url http://evil.invalid/\n")
+	_, err = ts.installedFor(t, ctx, u, sess.ID, PackageRequest{Manager: ManagerPip, Requirements: "requirements.txt"}, PackageEvents{})
+	if kiln.KindOf(err) != kiln.Invalid || !strings.Contains(kiln.Message(err), "line 2") {
+		t.Errorf("requirements.txt with an option: %v; want invalid naming line 2", err)
+	}
+	// A package the index does not have: pip's own words.
+	_, err = ts.installedFor(t, ctx, u, sess.ID, PackageRequest{Manager: ManagerPip, Packages: []string{"kiln-nope"}}, PackageEvents{})
+	if kiln.KindOf(err) != kiln.Invalid || !strings.Contains(kiln.Message(err), "kiln-nope") {
+		t.Errorf("a missing package: %v; want invalid quoting pip", err)
+	}
+}
+
+// hostNPMRegistry is the registry the host's npm is configured with, read
+// at run time, and whether it answers.
+func hostNPMRegistry(t *testing.T) (npmrc string) {
+	t.Helper()
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("needs npm")
+	}
+	out, err := exec.Command("npm", "config", "get", "registry").Output()
+	reg := strings.TrimSpace(string(out))
+	if err != nil || !strings.HasPrefix(reg, "http") {
+		t.Skipf("the host's npm has no registry configured (%v)", err)
+	}
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(strings.TrimSuffix(reg, "/") + "/is-number")
+	if err != nil {
+		t.Skipf("the host's npm registry is unreachable: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Skipf("the host's npm registry answered %s for is-number", resp.Status)
+	}
+	npmrc = "registry=" + reg + "\nfetch-retries=0\n"
+	// A host whose registry needs its own CA says where it is.
+	if out, err := exec.Command("npm", "config", "get", "cafile").Output(); err == nil {
+		if ca := strings.TrimSpace(string(out)); strings.HasPrefix(ca, "/") {
+			npmrc += "cafile=" + ca + "\n"
+		}
+	}
+	return npmrc
+}
+
+// TestInstallNPM: npm installs a small real package from the host's
+// registry into the session's node_modules (outside the workspace, with
+// npm's cache and logs); a JavaScript kernel started before requires it.
+func TestInstallNPM(t *testing.T) {
+	npmrc := hostNPMRegistry(t)
+	ts := newTestService(t, Config{})
+	ctx := ctxT(t, 3*time.Minute)
+	u := ts.user(t, "alice", false)
+	sess, err := ts.CreateSession(ctx, u, SessionSpec{Languages: []string{"javascript"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.writeFile(t, ctx, u, sess.ID, ".npmrc", npmrc)
+	if e, err := ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Language: "javascript", Code: "let x = 41"}, ExecEvents{}); err != nil || e.Result.Status != kiln.StatusOK {
+		t.Fatalf("first cell: %+v, %v", e.Result, err)
+	}
+	var times []time.Duration
+	for range 2 {
+		res, err := ts.installedFor(t, ctx, u, sess.ID, PackageRequest{Manager: ManagerNPM, Packages: []string{"is-number@7.0.0"}}, PackageEvents{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Packages) != 1 || res.Packages[0] != (Package{Name: "is-number", Version: "7.0.0", Requested: true}) {
+			t.Errorf("installed %+v, want is-number 7.0.0", res.Packages)
+		}
+		times = append(times, res.Wall)
+	}
+	t.Logf("npm install is-number: first %v, second %v", times[0], times[1])
+	e, err := ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Language: "javascript", Code: "console.log(require('is-number')(x + 1), x + 1)"}, ExecEvents{})
+	if err != nil || e.Result.Stdout != "true 42\n" {
+		t.Fatalf("require in the same kernel: %+v, %v", e.Result, err)
+	}
+	f := ts.Files(u, sess.ID)
+	list, err := f.List(ctx, "")
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fi := range list {
+		if fi.Name != ".npmrc" {
+			t.Errorf("the install left %q in the workspace (npm's cache, logs or node_modules belong outside it)", path.Join(fi.Name))
+		}
+	}
+}
