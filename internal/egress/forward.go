@@ -438,24 +438,10 @@ func copyFlush(w http.ResponseWriter, src io.Reader) error {
 	}
 }
 
-// deny answers a refused request. A refused CONNECT carries the message in
-// its reason phrase too, because clients show that and not the body
-// (pip: "Tunnel connection failed: 403 kiln: ...").
+// deny answers a refused request (a CONNECT too: its refusal is an
+// ordinary response before any tunnel).
 func (s *Session) deny(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	if r.Method != http.MethodConnect {
-		refuse(w, code, "%s", msg)
-		return
-	}
-	c, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		refuse(w, code, "%s", msg)
-		return
-	}
-	defer c.Close()
-	body := msg + "\n"
-	fmt.Fprintf(brw, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		code, reasonPhrase(msg), len(body), body)
-	brw.Flush()
+	writeRefusal(w, code, msg, false)
 }
 
 // reasonPhrase makes msg safe as an HTTP reason phrase: one line of

@@ -126,10 +126,7 @@ func TestForwardAllowed(t *testing.T) {
 	if d := fn.dials(); len(d) != 1 || d[0] != "203.0.113.10:80" {
 		t.Errorf("dialled %v, want exactly [203.0.113.10:80]", d)
 	}
-	recs := rec.all()
-	if len(recs) != 1 {
-		t.Fatalf("records = %+v, want one", recs)
-	}
+	recs := waitRecords(t, rec, 1)
 	r := recs[0]
 	if !r.Allowed || r.Kind != KindHTTP || r.Host != "allowed.example" || r.Port != 80 || r.Addr != "203.0.113.10" || r.BytesDown != int64(len(body)) || r.Reason != "" {
 		t.Errorf("record = %+v, want allowed http to allowed.example:80 at 203.0.113.10 with %d bytes down", r, len(body))
@@ -166,7 +163,7 @@ func TestConnectAllowed(t *testing.T) {
 	_ = tls.VersionTLS12
 }
 
-func waitRecords(t *testing.T, rec *recorder, n int) {
+func waitRecords(t *testing.T, rec *recorder, n int) []Record {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for len(rec.all()) < n && time.Now().Before(deadline) {
@@ -175,6 +172,11 @@ func waitRecords(t *testing.T, rec *recorder, n int) {
 	if got := len(rec.all()); got != n {
 		t.Fatalf("got %d records, want %d: %+v", got, n, rec.all())
 	}
+	time.Sleep(20 * time.Millisecond) // and no more come
+	if got := len(rec.all()); got != n {
+		t.Fatalf("got %d records, want %d: %+v", got, n, rec.all())
+	}
+	return rec.all()
 }
 
 // TestDenials: each class the issue names is refused with its reason, over
@@ -256,7 +258,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	if d := fn.dials(); len(d) != 2 {
 		t.Errorf("dialled %v, want only the two requests to the allowed host", d)
 	}
-	recs := rec.all()
+	recs := waitRecords(t, rec, 4)
 	if len(recs) != 4 || !recs[0].Allowed || recs[1].Allowed || recs[1].Reason != "not on the allowlist" {
 		t.Errorf("records = %+v, want allowed, denied (not on the allowlist), allowed, denied", recs)
 	}
@@ -287,7 +289,7 @@ func TestDNSRebinding(t *testing.T) {
 	if d := fn.dials(); len(d) != 1 {
 		t.Errorf("dialled %v, want nothing new", d)
 	}
-	if recs := rec.all(); len(recs) != 2 || !recs[0].Allowed || recs[1].Allowed {
+	if recs := waitRecords(t, rec, 2); len(recs) != 2 || !recs[0].Allowed || recs[1].Allowed {
 		t.Errorf("records = %+v", recs)
 	}
 }
@@ -411,7 +413,7 @@ func TestMaxBytes(t *testing.T) {
 	if code != 429 || !strings.Contains(body, "byte limit of 100 KiB") {
 		t.Errorf("after the limit: %d %q, want 429 naming the byte limit", code, body)
 	}
-	recs := rec.all()
+	recs := waitRecords(t, rec, 2)
 	if len(recs) != 2 || !strings.Contains(recs[0].Reason, "byte limit") || recs[0].BytesDown > 200<<10 || recs[1].Allowed {
 		t.Errorf("records = %+v, want the first cut at the byte limit, the second refused", recs)
 	}

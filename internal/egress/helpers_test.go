@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -51,10 +52,15 @@ func (r *recorder) add(rec Record) {
 	r.mu.Unlock()
 }
 
+// all is the records so far in the order the attempts started (a record
+// comes when its connection ends, which may be after the client has read
+// the answer).
 func (r *recorder) all() []Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Record(nil), r.recs...)
+	recs := append([]Record(nil), r.recs...)
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Time.Before(recs[j].Time) })
+	return recs
 }
 
 // serveSession serves s on a local TCP listener for the test and returns a

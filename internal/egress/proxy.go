@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -231,14 +232,34 @@ func (s *Session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // noneMessage is the answer to every request under the policy "none".
 const noneMessage = `kiln: this session's network policy is "none"; no network access is allowed. The session's owner may set an allowlist policy (within the server's ceiling) to allow hosts and the package mirrors.`
 
-// refuse writes a plain-text refusal.
+// refuse writes a refusal: plain text, and the message in the reason
+// phrase too, since pip and other clients show the reason phrase and not
+// the body. The connection is closed after it.
 func refuse(w http.ResponseWriter, code int, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Connection", "close")
-	w.WriteHeader(code)
-	io.WriteString(w, msg+"\n")
+	writeRefusal(w, code, fmt.Sprintf(format, args...), false)
+}
+
+// writeRefusal writes msg as a refusal; asJSON puts it in {"error": msg},
+// which npm shows.
+func writeRefusal(w http.ResponseWriter, code int, msg string, asJSON bool) {
+	ctype, body := "text/plain; charset=utf-8", msg+"\n"
+	if asJSON {
+		b, _ := json.Marshal(map[string]string{"error": msg})
+		ctype, body = "application/json", string(b)+"\n"
+	}
+	c, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		w.Header().Set("Content-Type", ctype)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(code)
+		io.WriteString(w, body)
+		return
+	}
+	defer c.Close()
+	fmt.Fprintf(brw, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nX-Content-Type-Options: nosniff\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		code, reasonPhrase(msg), ctype, len(body), body)
+	brw.Flush()
 }
 
 func truncate(s string, n int) string {
