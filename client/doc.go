@@ -28,6 +28,8 @@
 //	DELETE /v1/sessions/{id}                ends it (204)
 //	POST   /v1/sessions/{id}/interrupt      stops the running cell (204)
 //	POST   /v1/sessions/{id}/restart        ?language= restarts kernels, keeps files (204)
+//	PUT    /v1/sessions/{id}/network        NetworkPolicy -> Session (owner; within the server's ceiling
+//	                                        unless an admin)
 //	POST   /v1/sessions/{id}/packages       PackageRequest -> PackageResult; with
 //	                                        "Accept: text/event-stream", a stream of Event
 //	POST   /v1/sessions/{id}/executions     ExecRequest -> Execution; with

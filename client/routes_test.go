@@ -51,6 +51,9 @@ func TestRoutes(t *testing.T) {
 			"POST", "/v1/sessions/s1/restart?language=python", "", 204, nil},
 		{"restart all", func(ctx context.Context, c *Client) (any, error) { return nil, c.Restart(ctx, "s1", "") },
 			"POST", "/v1/sessions/s1/restart", "", 204, nil},
+		{"set network", func(ctx context.Context, c *Client) (any, error) {
+			return c.SetNetwork(ctx, "s1", NetworkPolicy{Mode: "allowlist", Allow: []string{"example.com"}})
+		}, "PUT", "/v1/sessions/s1/network", `{"mode":"allowlist","allow":["example.com"]}`, 200, &sess},
 		{"exec", func(ctx context.Context, c *Client) (any, error) {
 			in := "x"
 			return c.Exec(ctx, "s1", ExecRequest{Code: "1", Stdin: &in, TimeoutMS: 500})

@@ -18,6 +18,13 @@ type (
 	Usage      = kiln.Usage
 	TestReport = kiln.TestReport
 	TestCase   = kiln.TestCase
+	// NetworkPolicy is a session's network policy: {"mode": "none"} (the
+	// default) or {"mode": "allowlist", "allow": ["example.com",
+	// "*.example.com", "api.example.com:8443"]}.
+	NetworkPolicy = kiln.NetworkPolicy
+	// EgressRecord is one connection attempt through kiln's egress proxy
+	// (CellResult.Egress, the audit log).
+	EgressRecord = kiln.EgressRecord
 )
 
 // Limits bound a session's sandbox or a one-shot run. Zero fields take the
@@ -45,8 +52,10 @@ type SessionRequest struct {
 	// IdleTTLSeconds ends the session after this long without a cell, a
 	// stream or a file operation. 0 means the server's default (one hour).
 	IdleTTLSeconds int64 `json:"idle_ttl_seconds,omitempty"`
-	// Network is the egress policy; only "none" exists today.
-	Network  string            `json:"network,omitempty"`
+	// Network is the session's network policy; nil is {"mode": "none"}.
+	// A non-admin may allow at most the server's ceiling (kiln serve
+	// --egress-allow). A bare string is read as the mode.
+	Network  *NetworkPolicy    `json:"network,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Mounts are server folders shown read-only in the session's sandbox
 	// (project code); only folders under the roots that the server's
@@ -68,7 +77,7 @@ type Session struct {
 	Languages      []string          `json:"languages"`
 	Limits         Limits            `json:"limits"`
 	IdleTTLSeconds int64             `json:"idle_ttl_seconds"`
-	Network        string            `json:"network"`
+	Network        NetworkPolicy     `json:"network"`
 	Metadata       map[string]string `json:"metadata"`
 	Created        time.Time         `json:"created"`
 	LastActive     time.Time         `json:"last_active"`

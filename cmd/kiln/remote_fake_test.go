@@ -133,7 +133,7 @@ func (f *fakeKiln) noContent(w http.ResponseWriter, r *http.Request, _ []byte) {
 
 var fakeSessions = []client.Session{
 	{ID: "s1", Status: "active", Languages: []string{"python", "bash"}, Metadata: map[string]string{"conv": "42", "app": "demo"},
-		IdleTTLSeconds: 3600, Network: "none", Limits: client.Limits{TimeoutMS: 30000, MemoryBytes: 512 << 20, CPUMillis: 1000, Pids: 128},
+		IdleTTLSeconds: 3600, Network: client.NetworkPolicy{Mode: "none"}, Limits: client.Limits{TimeoutMS: 30000, MemoryBytes: 512 << 20, CPUMillis: 1000, Pids: 128},
 		Created: t0, LastActive: t0.Add(time.Minute)},
 	{ID: "s0", Status: "ended", Languages: []string{"javascript"}, Created: t0.Add(-time.Hour), LastActive: t0.Add(-time.Hour),
 		EndReason: "idle"},
@@ -146,7 +146,7 @@ func (f *fakeKiln) createSession(w http.ResponseWriter, r *http.Request, body []
 		return
 	}
 	s := client.Session{ID: "s-new", Status: "active", Languages: req.Languages, Limits: req.Limits, IdleTTLSeconds: req.IdleTTLSeconds,
-		Network: "none", Metadata: req.Metadata, Created: t0, LastActive: t0}
+		Network: client.NetworkPolicy{Mode: "none"}, Metadata: req.Metadata, Created: t0, LastActive: t0}
 	answer(w, 201, s)
 }
 

@@ -47,8 +47,12 @@ func sessionCreate(ctx context.Context, args []string, stdout, stderr io.Writer)
 		ttl    time.Duration
 		meta   = metaFlag{}
 		asJSON bool
+		netw   string
+		allow  listFlag
 	)
-	fs := newFlagSet("kiln session create", "kiln session create [--lang L]... [--memory 512M] [--timeout 30s] [--ttl 1h] [--meta KEY=VALUE]... [--json]", stderr, &rf)
+	fs := newFlagSet("kiln session create", "kiln session create [--lang L]... [--memory 512M] [--timeout 30s] [--ttl 1h] [--network none|allowlist] [--allow HOST]... [--meta KEY=VALUE]... [--json]", stderr, &rf)
+	fs.Var(choiceFlag{&netw, []string{"none", "allowlist"}}, "network", "the network `policy`: none (the default) or allowlist (only the --allow hosts, within the server's ceiling)")
+	fs.Var(&allow, "allow", "a host the session may reach: example.com, *.example.com, api.example.com:8443 (repeatable; implies --network allowlist)")
 	fs.Var(&langs, "lang", "a language the session will use (repeatable; the first is the default; default python)")
 	lf.add(fs)
 	fs.Var(durationFlag{&ttl}, "ttl", "end the session after this long without use, e.g. 30m (default: the server's, one hour)")
@@ -65,6 +69,15 @@ func sessionCreate(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return kiln.Errorf(kiln.Invalid, "--ttl %s is negative; give a duration such as 30m", ttl)
 	}
 	req := client.SessionRequest{Languages: langs, Limits: lim, IdleTTLSeconds: int64(math.Ceil(ttl.Seconds()))}
+	if netw == "none" && len(allow) > 0 {
+		return kiln.Errorf(kiln.Invalid, "--allow goes with --network allowlist, not --network none")
+	}
+	if netw != "" || len(allow) > 0 {
+		req.Network = &client.NetworkPolicy{Mode: "allowlist", Allow: allow}
+		if netw == "none" {
+			req.Network = &client.NetworkPolicy{Mode: "none"}
+		}
+	}
 	if len(meta) > 0 {
 		req.Metadata = meta
 	}
@@ -172,7 +185,7 @@ func printSession(w io.Writer, s *client.Session) {
 		line("ended", stampPtr(s.Ended))
 	}
 	line("idle ttl", (time.Duration(s.IdleTTLSeconds) * time.Second).String())
-	line("network", first(s.Network, "-"))
+	line("network", describeNetwork(s.Network))
 	line("limits", describeLimits(s.Limits))
 	line("metadata", pairs(s.Metadata))
 	tw.Flush()
@@ -253,4 +266,15 @@ func sessionRestart(ctx context.Context, args []string, stderr io.Writer) error 
 		return err
 	}
 	return rc.fail(rc.Restart(ctx, pos[0], language))
+}
+
+// describeNetwork is a session's network policy in one line.
+func describeNetwork(p client.NetworkPolicy) string {
+	if p.Mode != "allowlist" {
+		return first(p.Mode, "none")
+	}
+	if len(p.Allow) == 0 {
+		return "allowlist (package mirrors only)"
+	}
+	return "allowlist: " + strings.Join(p.Allow, ", ")
 }

@@ -77,6 +77,9 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.Func("mount-root", "allow sessions to mount folders under this host `folder` read-only (repeatable; none: no mounts)", func(v string) error {
 		return addMountRoot(&f.svc.MountRoots, v)
 	})
+	fs.Func("egress-allow", "the network ceiling: `hosts` a session's allowlist may name, comma-separated (example.com, *.example.com, host:8443; repeatable); none: sessions get no network, only admins may open it", func(v string) error {
+		return addEgressAllow(&f.svc.NetworkCeiling, v)
+	})
 	fs.Float64Var(&f.http.RatePerSecond, "rate", hd.RatePerSecond, "requests per second per API key, and per user (all its keys)")
 	fs.IntVar(&f.http.RateBurst, "burst", hd.RateBurst, "request burst per API key, and per user")
 	fs.Float64Var(&f.http.AuthFailuresPerMinute, "auth-failures", hd.AuthFailuresPerMinute, "failed authentications a minute per client address; beyond, 429")

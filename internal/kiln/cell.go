@@ -75,6 +75,10 @@ type CellResult struct {
 	// Tests, when the program ran as its tests (Go's Test functions, Rust's
 	// #[test]s), are what each test did, parsed from the runner's output.
 	Tests *TestReport `json:"tests,omitempty"`
+	// Egress is the sandbox's connection attempts through kiln's egress
+	// proxy during the cell (at most MaxCellEgress; the audit log has
+	// all), allowed or denied.
+	Egress []EgressRecord `json:"egress,omitempty"`
 }
 
 // TestReport counts a test run's cases and lists them in the order they

@@ -35,6 +35,9 @@ type Session struct {
 	LastActive time.Time
 	Ended      time.Time // zero while active
 	SandboxID  string
+	// Network is the session's network policy. It is not stored: after a
+	// restart of kiln a session's policy is "none" again.
+	Network NetworkPolicy
 	// Role is the caller's role in the session when it was read for a
 	// caller: RoleOwner, or the role of a share. Not stored with the
 	// session; "" where no caller was asked about.

@@ -153,6 +153,7 @@ func (s *Server) register() {
 	s.handle("DELETE /v1/sessions/{id}", s.deleteSession)
 	s.handle("POST /v1/sessions/{id}/interrupt", s.interrupt)
 	s.handle("POST /v1/sessions/{id}/restart", s.restart)
+	s.handle("PUT /v1/sessions/{id}/network", s.setNetwork)        // network.go
 	s.handle("POST /v1/sessions/{id}/packages", s.installPackages) // packages.go
 	s.handle("POST /v1/sessions/{id}/executions", s.exec)
 	s.handle("GET /v1/sessions/{id}/executions", s.history)

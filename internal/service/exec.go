@@ -89,6 +89,8 @@ func (s *Service) Exec(ctx context.Context, u kiln.User, sessionID string, cell 
 	if ev.Started != nil {
 		ev.Started(e)
 	}
+	egressOf := l.netNow()
+	egressOf.beginCell(e.ID)
 	s.watchers.execution(SessionStarted, e)
 	res, runErr := sess.RunChecked(ctx, checked, s.watchers.cellEvents(sessionID, e.ID, ev.Events))
 	if stopped := s.stoppedUnder(l, req.Language, res, runErr); stopped != nil {
@@ -97,6 +99,7 @@ func (s *Service) Exec(ctx context.Context, u kiln.User, sessionID string, cell 
 	if runErr != nil {
 		res = s.failedCell(ctx, l, sess, req.Language, runErr)
 	}
+	res.Egress = egressOf.endCell()
 	if n := l.takeNotice(); n != "" {
 		res.Notice = joinNotice(n, res.Notice)
 	}

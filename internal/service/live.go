@@ -21,9 +21,12 @@ type live struct {
 	mu         sync.Mutex
 	sess       *engine.Session // nil until needed
 	mounts     []backend.Mount // the session's read-only mounts, for its next sandbox
-	notice     string          // told with the next cell, then cleared
-	busy       int             // running cells, open streams, file operations
-	cellsAhead int             // cells waiting for this session's running one
+	net        *netSession     // the egress proxy session of its sandboxes (network.go)
+	nets       *netPlane       // where a resumed session opens one
+	policy     kiln.NetworkPolicy
+	notice     string // told with the next cell, then cleared
+	busy       int    // running cells, open streams, file operations
+	cellsAhead int    // cells waiting for this session's running one
 	lastActive time.Time
 	ended      bool
 	endReason  string // why it ended, for a cell that was running then
@@ -44,7 +47,11 @@ func (l *live) sandbox(ctx context.Context, eng *engine.Engine) (*engine.Session
 	if l.sess != nil {
 		return l.sess, nil
 	}
-	sess, err := eng.NewSession(ctx, engine.SessionSpec{Limits: l.rec.Limits, HostDir: l.path, Mounts: l.mounts})
+	n, err := l.netOfLocked()
+	if err != nil {
+		return nil, err
+	}
+	sess, err := eng.NewSession(ctx, engine.SessionSpec{Limits: l.rec.Limits, HostDir: l.path, Mounts: l.mounts, EgressSocket: n.socket()})
 	if err != nil {
 		return nil, err
 	}
@@ -125,8 +132,10 @@ func (l *live) end(ctx context.Context, reason string) {
 	l.mu.Lock()
 	l.ended = true
 	l.endReason = reason
+	n := l.net
 	l.mu.Unlock()
 	l.closeSandbox(ctx)
+	n.close()
 }
 
 // endedFor says why the session ended, "" while it is active.

@@ -38,6 +38,7 @@ type pooled struct {
 	id   string // becomes the session's id
 	path string
 	sess *engine.Session
+	net  *netSession // policy "none" until a session takes it
 }
 
 func newPool(s *Service, size int) *pool {
@@ -132,12 +133,18 @@ func (s *Service) makePooled() (*pooled, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: s.cfg.DefaultLimits, HostDir: path})
+	n, err := s.nets.openNet(id, "", kiln.NetworkPolicy{})
 	if err != nil {
 		s.ws.Remove(id)
 		return nil, err
 	}
-	pd := &pooled{id: id, path: path, sess: sess}
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: s.cfg.DefaultLimits, HostDir: path, EgressSocket: n.socket()})
+	if err != nil {
+		n.close()
+		s.ws.Remove(id)
+		return nil, err
+	}
+	pd := &pooled{id: id, path: path, sess: sess, net: n}
 	res, err := sess.Run(ctx, engine.Cell{Language: "python", Code: "pass", Warmup: true}, engine.Events{})
 	if err == nil && res.Status != kiln.StatusOK {
 		err = kiln.Errorf(kiln.SandboxError, "the warm-up cell ended %s", res.Status)
@@ -151,6 +158,7 @@ func (s *Service) makePooled() (*pooled, error) {
 
 func (s *Service) discardPooled(pd *pooled) {
 	pd.sess.Close(context.Background())
+	pd.net.close()
 	s.ws.Remove(pd.id)
 }
 

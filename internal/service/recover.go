@@ -45,6 +45,7 @@ func (s *Service) recover(ctx context.Context) error {
 			keep[rec.ID] = true
 			l := newLive(rec, s.ws.Path(rec.ID), nil)
 			l.notice = noticeResumed
+			l.nets = s.nets
 			s.sessions[rec.ID] = l
 		}
 		if err := s.finishRunning(ctx, rec); err != nil {

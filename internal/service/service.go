@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/egress"
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/metrics"
@@ -60,6 +61,13 @@ type Config struct {
 	// serve --mount-root), under which a session may mount a folder
 	// read-only (SessionSpec.Mounts). None: no session may mount.
 	MountRoots []string
+
+	// NetworkCeiling is the most a non-admin session's network policy
+	// may allow (kiln serve --egress-allow); the zero value is "none",
+	// so only admins may open the network. Egress configures the egress
+	// proxy every sandbox's traffic goes through (network.go).
+	NetworkCeiling kiln.NetworkPolicy
+	Egress         egress.Config
 }
 
 // DefaultConfig is the policy on the embedded defaults.
@@ -136,6 +144,7 @@ type Service struct {
 	queue *queue
 	pool  *pool
 	runs  *runPool
+	nets  *netPlane // the egress proxy and its sessions (network.go)
 	users userCache // for Authenticate (users.go)
 	cpu   *cpuBudget
 
@@ -178,7 +187,11 @@ func New(ctx context.Context, cfg Config, st Store, eng *engine.Engine, log *slo
 		func() float64 { return float64(s.queue.depth()) },
 		func() float64 { return float64(s.queue.busy()) },
 	)
+	if s.nets, err = newNetPlane(cfg.DataDir, cfg.Egress, s.audit); err != nil {
+		return nil, err
+	}
 	if err := s.recover(ctx); err != nil {
+		s.nets.close()
 		return nil, err
 	}
 	s.batches.init()
@@ -224,6 +237,7 @@ func (s *Service) Close(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	s.nets.close()
 	return nil
 }
 

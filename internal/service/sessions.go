@@ -18,8 +18,8 @@ import (
 type SessionSpec struct {
 	Languages []string
 	Limits    kiln.Limits
-	IdleTTL   time.Duration // 0: the service's default
-	Network   string        // "" or "none"
+	IdleTTL   time.Duration      // 0: the service's default
+	Network   kiln.NetworkPolicy // "" mode: "none"; within Config.NetworkCeiling unless an admin asks
 	Metadata  map[string]string
 	// Mounts are host folders under the administrator's MountRoots shown
 	// read-only in the sandbox (project code). A Target of "" is
@@ -76,8 +76,8 @@ func (s *Service) checkSpec(u kiln.User, spec *SessionSpec) error {
 	if err := s.checkIdleTTL(u, spec.IdleTTL); err != nil {
 		return err
 	}
-	if spec.Network != "" && spec.Network != "none" {
-		return kiln.Errorf(kiln.Invalid, "network policy %q is not available; allowed: none", spec.Network)
+	if spec.Network, err = s.checkNetwork(u, spec.Network); err != nil {
+		return err
 	}
 	return checkMetadata(spec.Metadata)
 }
@@ -197,16 +197,23 @@ func (s *Service) freshSession(ctx context.Context, u kiln.User, spec SessionSpe
 	if err != nil {
 		return nil, err
 	}
-	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: spec.Limits, HostDir: path, Mounts: spec.Mounts})
+	n, err := s.nets.openNet(id, u.ID, spec.Network)
 	if err != nil {
+		s.ws.Remove(id)
+		return nil, err
+	}
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: spec.Limits, HostDir: path, Mounts: spec.Mounts, EgressSocket: n.socket()})
+	if err != nil {
+		n.close()
 		s.ws.Remove(id)
 		return nil, err
 	}
 	now := time.Now()
 	rec := kiln.Session{ID: id, UserID: u.ID, Languages: spec.Languages, Limits: spec.Limits,
-		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: sess.ID()}
+		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: sess.ID(), Network: spec.Network}
 	l := newLive(rec, path, sess)
 	l.mounts = spec.Mounts
+	l.net, l.nets, l.policy = n, s.nets, spec.Network
 	return l, nil
 }
 
@@ -214,8 +221,11 @@ func (s *Service) freshSession(ctx context.Context, u kiln.User, spec SessionSpe
 func (s *Service) adopt(p *pooled, u kiln.User, spec SessionSpec) *live {
 	now := time.Now()
 	rec := kiln.Session{ID: p.id, UserID: u.ID, Languages: spec.Languages, Limits: spec.Limits,
-		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: p.sess.ID()}
-	return newLive(rec, p.path, p.sess)
+		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: p.sess.ID(), Network: spec.Network}
+	p.net.adopt(p.id, u.ID, spec.Network)
+	l := newLive(rec, p.path, p.sess)
+	l.net, l.nets, l.policy = p.net, s.nets, spec.Network
+	return l
 }
 
 // Session returns u's session, or a session shared with u, with u's
@@ -233,6 +243,7 @@ func (s *Service) Session(ctx context.Context, u kiln.User, id string) (kiln.Ses
 	if l := s.lookup(id); l != nil {
 		l.mu.Lock()
 		rec.LastActive = l.lastActive
+		rec.Network = l.policy
 		l.mu.Unlock()
 	}
 	return rec, nil

@@ -60,6 +60,8 @@ var wireTypes = map[string]reflect.Type{
 	"TestCase":         reflect.TypeFor[client.TestCase](),
 	"Artifact":         reflect.TypeFor[client.Artifact](),
 	"Usage":            reflect.TypeFor[client.Usage](),
+	"NetworkPolicy":    reflect.TypeFor[client.NetworkPolicy](),
+	"EgressRecord":     reflect.TypeFor[client.EgressRecord](),
 	"AuditEntry":       reflect.TypeFor[client.AuditEntry](),
 	"AuditList":        reflect.TypeFor[client.AuditList](),
 	"ToolCall":         reflect.TypeFor[client.ToolCall](),
