@@ -416,18 +416,27 @@ func writeAndRead(c net.Conn, req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// copyFlush copies src to w, flushing after each write so streamed answers
-// (server-sent events, long polls) arrive as they come.
+// copyBufs are copyFlush's buffers, large for bulk throughput.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// copyFlush copies src to w. It flushes whenever src has nothing more at
+// hand (a read shorter than the buffer), so streamed answers (server-sent
+// events, long polls) arrive as they come, while a bulk download is not
+// slowed by a flush per write.
 func copyFlush(w http.ResponseWriter, src io.Reader) error {
 	rc := http.NewResponseController(w)
-	buf := make([]byte, 64<<10)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return werr
 			}
-			rc.Flush()
+			if n < len(buf) {
+				rc.Flush()
+			}
 		}
 		if err == io.EOF {
 			return nil
