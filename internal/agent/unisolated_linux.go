@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -26,6 +27,10 @@ type Unisolated struct {
 	Workspace string   // a host directory
 	Env       []string // the whole environment of user processes
 	OpenFiles int64    // unused: no rlimits are set without isolation
+	// Egress, when set, is the egress proxy's unix socket (a container's
+	// bind mount of it); the agent bridges protocol.EgressProxyAddr to it,
+	// as in a native sandbox.
+	Egress string `json:",omitempty"`
 }
 
 // ServeUnisolated runs an agent on conn, for tests only, in the calling
@@ -59,6 +64,13 @@ func ServeUnisolated(conn *os.File, cfg Unisolated) error {
 		stdins:     map[uint64]*stdinQueue{},
 	}
 	a.refill()
+	if cfg.Egress != "" {
+		b, err := listenEgress(protocol.EgressProxyAddr, cfg.Egress)
+		if err != nil {
+			return fmt.Errorf("egress bridge: %w", err)
+		}
+		go b.serve()
+	}
 	return a.serve(protocol.NewReader(conn))
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/agentclient"
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/protocol"
 	"github.com/kiln-dev/kiln/internal/seccomp"
 )
 
@@ -105,7 +106,21 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 	}
 	lim := spec.Limits.WithDefaults()
 	id := newID()
-	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), spec.Env...)})
+	env := baseEnv()
+	unisolated := agent.Unisolated{Workspace: "/workspace"}
+	var egress []mount.Mount
+	if spec.EgressSocket != "" {
+		// The agent and user code are one uid in a container, so user
+		// code could use the socket itself: it meets the same proxy.
+		if err := os.Lchown(spec.EgressSocket, UID, UID); err != nil {
+			return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot give the egress socket to the sandbox's user")
+		}
+		env = append(env, protocol.EgressEnv...)
+		unisolated.Egress = protocol.EgressSocketPath
+		egress = append(egress, mount.Mount{Type: mount.TypeBind, Source: spec.EgressSocket, Target: protocol.EgressSocketPath})
+	}
+	unisolated.Env = append(env, spec.Env...)
+	cfg, _ := json.Marshal(unisolated)
 	ws := mount.Mount{Type: mount.TypeVolume, Target: "/workspace",
 		VolumeOptions: &mount.VolumeOptions{Labels: b.labels(id)}}
 	if spec.HostDir != "" {
@@ -117,7 +132,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 		}
 		ws = mount.Mount{Type: mount.TypeBind, Source: spec.HostDir, Target: "/workspace"}
 	}
-	mounts := []mount.Mount{{Type: mount.TypeBind, Source: "/usr", Target: "/usr", ReadOnly: true}, ws}
+	mounts := append([]mount.Mount{{Type: mount.TypeBind, Source: "/usr", Target: "/usr", ReadOnly: true}, ws}, egress...)
 	for _, m := range spec.Mounts { // checked by the caller (native.ResolveMount)
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: true})
 	}
