@@ -192,11 +192,18 @@ type meter struct {
 }
 
 func (m *meter) Read(b []byte) (int, error) {
+	// Read no more than the budget has left, so a large buffer cannot
+	// overshoot it; sessions racing on it overshoot by one read at most.
+	left := m.s.p.cfg.MaxBytes - m.s.bytes.Load()
+	if left <= 0 {
+		return 0, errByteLimit
+	}
+	if int64(len(b)) > left {
+		b = b[:left]
+	}
 	n, err := m.r.Read(b)
 	m.n += int64(n)
-	if m.s.bytes.Add(int64(n)) > m.s.p.cfg.MaxBytes {
-		return n, errByteLimit
-	}
+	m.s.bytes.Add(int64(n))
 	return n, err
 }
 
@@ -396,7 +403,7 @@ func endReasonOr(t *tunnel, m *meter, err error) string {
 	if why := endReason(t, err); why != "" {
 		return why
 	}
-	if m.s.bytes.Load() > m.s.p.cfg.MaxBytes {
+	if m.s.bytes.Load() >= m.s.p.cfg.MaxBytes {
 		return "cut: " + errByteLimit.Error()
 	}
 	return err.Error()
