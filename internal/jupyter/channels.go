@@ -167,7 +167,7 @@ func parseMessage(typ websocket.MessageType, data []byte) (inMsg, error) {
 			return inMsg{}, kiln.Errorf(kiln.Invalid, "a binary message is too short")
 		}
 		n := binary.BigEndian.Uint32(data)
-		if n < 1 || uint64(len(data)) < 4*uint64(n+1) {
+		if n < 1 || uint64(len(data)) < 4*(uint64(n)+1) {
 			return inMsg{}, kiln.Errorf(kiln.Invalid, "a binary message's offsets do not fit in it")
 		}
 		start := binary.BigEndian.Uint32(data[4:])

@@ -321,6 +321,9 @@ func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	w.hijacked = true
 	o, _, _ := w.c.find(w.r)
+	if o == nil && !strings.HasPrefix(w.r.URL.Path, "/v1/") {
+		return conn, brw, nil // the Jupyter gateway's channels are not part of the document
+	}
 	if o == nil {
 		w.c.fail(w.r, "a hijacked connection on an undocumented operation")
 		return conn, brw, nil

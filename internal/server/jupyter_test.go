@@ -1,0 +1,248 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/kiln-dev/kiln/client"
+)
+
+// jupyterDo is a request to the Jupyter routes with an Authorization
+// header (none when auth is "").
+func jupyterDo(t *testing.T, e *env, method, path, auth string, body string) (int, map[string]any, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.url+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return resp.StatusCode, m, b
+}
+
+func userKey(t *testing.T, e *env, name string) string {
+	t.Helper()
+	u, err := e.admin.CreateUser(ctxT(t), client.UserRequest{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := e.admin.CreateKey(ctxT(t), u.ID, "jupyter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.Secret
+}
+
+// TestJupyterAuth: Jupyter clients send the key as "token KEY" (the
+// notebook server's gateway client), as Bearer, or as ?token= (a
+// browser's WebSocket); without one, or with a wrong one, the answer is
+// a 401 in Jupyter's error form that says how to send it.
+func TestJupyterAuth(t *testing.T) {
+	e := newEnv(t, options{})
+	code, m, b := jupyterDo(t, e, "GET", "/api/kernelspecs", "", "")
+	if code != http.StatusUnauthorized || !strings.Contains(fmt.Sprint(m["message"]), "Authorization: token KEY") {
+		t.Errorf("no key: %d %s", code, b)
+	}
+	code, _, b = jupyterDo(t, e, "GET", "/api/kernelspecs", "token not-a-key", "")
+	if code != http.StatusUnauthorized {
+		t.Errorf("a wrong key: %d %s", code, b)
+	}
+	for _, auth := range []string{"token " + e.key, "Bearer " + e.key} {
+		code, m, b = jupyterDo(t, e, "GET", "/api/kernelspecs", auth, "")
+		specs, _ := m["kernelspecs"].(map[string]any)
+		if code != http.StatusOK || m["default"] != "python3" || specs["python3"] == nil {
+			t.Errorf("%s: %d %s", strings.Fields(auth)[0], code, b)
+		}
+	}
+	code, _, b = jupyterDo(t, e, "GET", "/api/kernelspecs?token="+e.key, "", "")
+	if code != http.StatusOK {
+		t.Errorf("?token=: %d %s", code, b)
+	}
+	code, m, b = jupyterDo(t, e, "GET", "/api/kernelspecs/cobol", "token "+e.key, "")
+	if code != http.StatusNotFound || !strings.Contains(fmt.Sprint(m["message"]), "python3") {
+		t.Errorf("an unknown kernelspec: want 404 naming the ones there are, got %d %s", code, b)
+	}
+}
+
+// TestJupyterKernelIsTheUsersSession: a kernel is a kiln session of its
+// user, in GET /v1/sessions with its kernelspec; to another user it does
+// not exist (404 on every route, and the WebSocket is refused); a kernel
+// id that is not a UUID is a 404 too.
+func TestJupyterKernelIsTheUsersSession(t *testing.T) {
+	e := newEnv(t, options{})
+	owner := "token " + e.key
+	code, k, b := jupyterDo(t, e, "POST", "/api/kernels", owner, `{"name": "python3"}`)
+	if code != http.StatusCreated || k["name"] != "python3" {
+		t.Fatalf("start a kernel: %d %s", code, b)
+	}
+	id := fmt.Sprint(k["id"])
+	sid := strings.ReplaceAll(id, "-", "")
+	s, err := e.admin.Session(ctxT(t), sid)
+	if err != nil || s.Metadata["jupyter.kernelspec"] != "python3" || s.Languages[0] != "python" {
+		t.Fatalf("the kernel's kiln session: %+v %v", s, err)
+	}
+
+	other := "token " + userKey(t, e, "bob")
+	for _, r := range [][2]string{{"GET", ""}, {"DELETE", ""}, {"POST", "/interrupt"}, {"POST", "/restart"}} {
+		if code, _, b := jupyterDo(t, e, r[0], "/api/kernels/"+id+r[1], other, ""); code != http.StatusNotFound {
+			t.Errorf("another user's %s %s: %d %s, want 404", r[0], r[1], code, b)
+		}
+	}
+	if code, _, b := jupyterDo(t, e, "GET", "/api/kernels", other, ""); code != http.StatusOK || strings.TrimSpace(string(b)) != "[]" {
+		t.Errorf("another user's kernel list: %d %s, want []", code, b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.url, "http")+"/api/kernels/"+id+"/channels",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {other}}}); err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("another user's channels: %v, want a 404", err)
+	}
+	if code, _, _ := jupyterDo(t, e, "GET", "/api/kernels/not-a-uuid", owner, ""); code != http.StatusNotFound {
+		t.Errorf("a kernel id that is not a UUID: %d, want 404", code)
+	}
+
+	if code, b := jupyterList(t, e, owner); code != http.StatusOK || !strings.Contains(b, id) {
+		t.Errorf("the owner's kernel list: %d %s", code, b)
+	}
+	if code, _, b := jupyterDo(t, e, "DELETE", "/api/kernels/"+id, owner, ""); code != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", code, b)
+	}
+	if s, err := e.admin.Session(ctxT(t), sid); err != nil || s.Status != "ended" {
+		t.Errorf("after delete the session is %+v %v, want ended", s, err)
+	}
+	if code, _, _ := jupyterDo(t, e, "GET", "/api/kernels/"+id, owner, ""); code != http.StatusNotFound {
+		t.Errorf("a deleted kernel: %d, want 404", code)
+	}
+}
+
+func jupyterList(t *testing.T, e *env, auth string) (int, string) {
+	code, _, b := jupyterDo(t, e, "GET", "/api/kernels", auth, "")
+	return code, string(b)
+}
+
+// jws is a test's Jupyter channels socket.
+type jws struct {
+	t  *testing.T
+	ws *websocket.Conn
+	n  int
+}
+
+func (c *jws) send(channel, msgType string, content any) string {
+	c.n++
+	id := fmt.Sprintf("req-%d", c.n)
+	b, _ := json.Marshal(map[string]any{"channel": channel, "header": map[string]any{"msg_id": id, "msg_type": msgType,
+		"session": "s", "username": "u", "date": time.Now().UTC().Format(time.RFC3339Nano), "version": "5.3"},
+		"parent_header": map[string]any{}, "metadata": map[string]any{}, "content": content})
+	if err := c.ws.Write(ctxT(c.t), websocket.MessageText, b); err != nil {
+		c.t.Fatal(err)
+	}
+	return id
+}
+
+type jm struct {
+	Channel      string
+	Header       map[string]any
+	ParentHeader map[string]any `json:"parent_header"`
+	Content      map[string]any
+}
+
+// until reads messages until one of request id's on channel with type.
+func (c *jws) until(id, channel, msgType string) (jm, []jm) {
+	var seen []jm
+	for {
+		_, b, err := c.ws.Read(ctxT(c.t))
+		if err != nil {
+			c.t.Fatalf("waiting for %s: %v (seen %+v)", msgType, err, seen)
+		}
+		var m jm
+		json.Unmarshal(b, &m)
+		if m.ParentHeader["msg_id"] != id {
+			continue
+		}
+		if m.Channel == channel && m.Header["msg_type"] == msgType {
+			return m, seen
+		}
+		seen = append(seen, m)
+	}
+}
+
+func executeContent(code string) map[string]any {
+	return map[string]any{"code": code, "silent": false, "store_history": true, "user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true}
+}
+
+// TestJupyterChannels (unboxed): execute gives execute_input, stream and
+// execute_result with the execution count, between busy and idle with
+// the request as parent; an error with stop_on_error aborts the request
+// queued behind it, as IPython does; a message that is not a Jupyter
+// message closes the socket with a reason that says so.
+func TestJupyterChannels(t *testing.T) {
+	e := newEnv(t, options{})
+	code, k, b := jupyterDo(t, e, "POST", "/api/kernels", "token "+e.key, `{}`)
+	if code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, b)
+	}
+	ws, _, err := websocket.Dial(ctxT(t), "ws"+strings.TrimPrefix(e.url, "http")+"/api/kernels/"+fmt.Sprint(k["id"])+"/channels?token="+e.key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	c := &jws{t: t, ws: ws}
+
+	id := c.send("shell", "execute_request", executeContent("print('out')\n6 * 7"))
+	reply, seen := c.until(id, "shell", "execute_reply")
+	var kinds []string
+	for _, m := range seen {
+		kinds = append(kinds, fmt.Sprint(m.Header["msg_type"]))
+	}
+	if got := strings.Join(kinds, " "); got != "status execute_input stream execute_result" {
+		t.Errorf("iopub before the reply: %q, want busy status, execute_input, stream, execute_result", got)
+	}
+	if reply.Content["status"] != "ok" || reply.Content["execution_count"] != 1.0 || len(seen) < 4 ||
+		seen[3].Content["execution_count"] != 1.0 || seen[2].Content["text"] != "out\n" {
+		t.Errorf("reply %+v, iopub %+v", reply.Content, seen)
+	}
+	if idle, _ := c.until(id, "iopub", "status"); idle.Content["execution_state"] != "idle" {
+		t.Errorf("after the reply: %+v, want idle", idle.Content)
+	}
+
+	first := c.send("shell", "execute_request", executeContent("import time\ntime.sleep(0.5)\n1/0"))
+	second := c.send("shell", "execute_request", executeContent("'ran'"))
+	if r, _ := c.until(first, "shell", "execute_reply"); r.Content["status"] != "error" || r.Content["ename"] != "ZeroDivisionError" {
+		t.Errorf("1/0: %+v", r.Content)
+	}
+	if r, _ := c.until(second, "shell", "execute_reply"); r.Content["status"] != "aborted" {
+		t.Errorf("the request queued behind an error with stop_on_error: %+v, want aborted", r.Content)
+	}
+
+	if idle, _ := c.until(second, "iopub", "status"); idle.Content["execution_state"] != "idle" {
+		t.Errorf("after the aborted reply: %+v, want idle", idle.Content)
+	}
+	ws.Write(ctxT(t), websocket.MessageText, []byte(`{"channel": "shell", "header": "nope"}`))
+	for err == nil {
+		_, _, err = ws.Read(ctxT(t))
+	}
+	if websocket.CloseStatus(err) != websocket.StatusPolicyViolation || !strings.Contains(err.Error(), "msg_id and msg_type") {
+		t.Errorf("a malformed message: %v, want the socket closed with a reason naming the header", err)
+	}
+}
