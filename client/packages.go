@@ -31,6 +31,10 @@ type PackageResult struct {
 	// for them, with their versions.
 	Packages []InstalledPackage `json:"packages"`
 	WallMS   float64            `json:"wall_ms"`
+	// Egress is what pip or npm asked of the egress proxy: the package
+	// mirrors' requests, each saying whether the shared download cache
+	// served it (cached).
+	Egress []EgressRecord `json:"egress,omitempty"`
 }
 
 // InstalledPackage is one package of an install.
@@ -98,4 +102,11 @@ func (c *Client) InstallPackagesStream(ctx context.Context, sessionID string, re
 			return nil, ev.Error
 		}
 	}
+}
+
+// PackageVersion is a package and its version: a language's packages
+// there by default (Language.Packages).
+type PackageVersion struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }

@@ -316,6 +316,10 @@ type Language struct {
 	// Available is false when the runtime is missing; Problem says why.
 	Available bool   `json:"available"`
 	Problem   string `json:"problem,omitempty"`
+	// Packages are, for Python (pip) and JavaScript and TypeScript (npm),
+	// the packages a session has before it installs any, read from the
+	// server's host.
+	Packages []PackageVersion `json:"packages,omitempty"`
 }
 
 // UserRequest creates a user (admins only).

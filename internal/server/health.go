@@ -8,6 +8,7 @@ import (
 	"github.com/kiln-dev/kiln/client"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/service"
 )
 
 func (s *Server) live(w http.ResponseWriter, r *http.Request) error {
@@ -46,9 +47,19 @@ func (s *Server) languages(w http.ResponseWriter, r *http.Request, c *call) erro
 	s.langOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
 		defer cancel()
+		py, node, err := service.DefaultPackages(ctx)
+		if err != nil {
+			s.log.Warn("list the default packages", "err", err)
+		}
 		for _, info := range lang.Detect(ctx) {
 			l := client.Language{Name: info.Name, Aliases: info.Aliases, Kind: string(info.Kind), Version: info.Version,
 				Available: info.Found, Problem: info.Problem}
+			switch service.ManagerFor(info.Name) {
+			case service.ManagerPip:
+				l.Packages = packageVersions(py)
+			case service.ManagerNPM:
+				l.Packages = packageVersions(node)
+			}
 			s.langList = append(s.langList, l)
 		}
 	})

@@ -53,7 +53,7 @@ func (s *Server) installPackages(w http.ResponseWriter, r *http.Request, c *call
 
 func fromPackages(res service.PackageResult) client.PackageResult {
 	out := client.PackageResult{Manager: res.Manager, Packages: make([]client.InstalledPackage, 0, len(res.Packages)),
-		WallMS: float64(res.Wall.Microseconds()) / 1000}
+		WallMS: float64(res.Wall.Microseconds()) / 1000, Egress: res.Egress}
 	for _, p := range res.Packages {
 		out.Packages = append(out.Packages, client.InstalledPackage(p))
 	}
@@ -100,4 +100,12 @@ func runPackages(req client.RunRequest) error {
 	}
 	return kiln.Errorf(kiln.Forbidden, "a one-shot run's network policy is \"none\", so %s cannot reach a package index; "+
 		"install packages in a session whose network policy is \"allowlist\" (POST /v1/sessions, then packages with the cell)", m)
+}
+
+func packageVersions(list []service.PackageVersion) []client.PackageVersion {
+	out := make([]client.PackageVersion, 0, len(list))
+	for _, p := range list {
+		out = append(out, client.PackageVersion(p))
+	}
+	return out
 }

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -70,6 +74,9 @@ type PackageResult struct {
 	Manager  string
 	Packages []Package
 	Wall     time.Duration
+	// Egress is what pip or npm asked of the egress proxy: the package
+	// mirrors' requests, each saying whether the shared cache served it.
+	Egress []kiln.EgressRecord
 }
 
 // PackageEvents receive an install's progress; any may be nil.
@@ -142,8 +149,13 @@ func (s *Service) install(ctx context.Context, u kiln.User, l *live, req Package
 		ev.Started()
 	}
 	start := time.Now()
+	egressOf := l.netNow()
 	res, err := installIn(ctx, sess, req, specs, ev)
 	res.Wall = time.Since(start)
+	res.Egress = egressOf.endCell()
+	if err != nil {
+		err = refusedBy(err, res.Egress)
+	}
 	outcome := "ok"
 	if err != nil {
 		outcome = string(kiln.KindOf(err))
@@ -154,12 +166,19 @@ func (s *Service) install(ctx context.Context, u kiln.User, l *live, req Package
 }
 
 // packagesReachable refuses an install that cannot reach an index: under
-// the network policy "none" (every session's until the egress proxy gives
-// sessions another) pip and npm would only fail after their retries, so
-// the API says why at once.
+// the network policy "none" pip and npm would only fail after their
+// retries, so the API says why at once. Under "allowlist" the proxy's
+// package mirrors (the administrator's indexes) are reachable whatever
+// the list holds, and the package policy is the proxy's to apply.
 func (s *Service) packagesReachable(l *live, manager string) error {
+	l.mu.Lock()
+	pol := l.policy.Normal()
+	l.mu.Unlock()
+	if pol.Mode != kiln.NetworkNone {
+		return nil
+	}
 	return kiln.Errorf(kiln.Forbidden, "this session's network policy is %q, so %s cannot reach a package index; "+
-		"installing packages needs a session whose network policy is \"allowlist\"", "none", manager)
+		"installing packages needs a session whose network policy is \"allowlist\" (set it at creation or with PUT /v1/sessions/{id}/network)", pol.Mode, manager)
 }
 
 // CheckPackages checks a request's manager and names before anything
@@ -389,6 +408,31 @@ func failed(what, output string) error {
 	return kiln.Errorf(kiln.Invalid, "%s failed: %s", what, msg)
 }
 
+// refusedBy is a failed install's error when the egress proxy refused a
+// request of it: pip says only that no version was found, and npm that it
+// got a 403, but the proxy's records say which package or host and why
+// (the package policy, the network policy).
+func refusedBy(err error, records []kiln.EgressRecord) error {
+	var why []string
+	for _, r := range records {
+		if r.Allowed || r.Reason == "" {
+			continue
+		}
+		what := r.Package
+		if what == "" {
+			what = r.Host
+		}
+		if w := fmt.Sprintf("%s: %s", what, r.Reason); !slices.Contains(why, w) {
+			why = append(why, w)
+		}
+	}
+	if len(why) == 0 {
+		return err
+	}
+	return kiln.Errorf(kiln.Forbidden, "the egress proxy refused what the install asked for, by the administrator's package policy or this session's network policy: %s; %s",
+		trunc(strings.Join(why, "; "), 1000), kiln.Message(err))
+}
+
 // lastLines are the last n non-empty lines of s, joined by " | ".
 func lastLines(s string, n int) string {
 	var lines []string
@@ -554,3 +598,91 @@ func parseNPMTree(b []byte, requested []string) ([]Package, error) {
 type writerTo func([]byte)
 
 func (f writerTo) Write(p []byte) (int, error) { f(p); return len(p), nil }
+
+// PackageVersion is a package and its version.
+type PackageVersion struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// DefaultPackages are the packages a session has before it installs
+// any, read from this host at run time (sessions see the host's /usr):
+// Python's from the system python3's metadata (isolated from this
+// process's environment and user site), Node.js's from the folders on
+// require's global paths. Built-in modules are not listed.
+func DefaultPackages(ctx context.Context) (python, node []PackageVersion, err error) {
+	python, err = hostPackages(ctx, "python3", "-I", "-c", pythonPackages)
+	if err != nil {
+		return nil, nil, err
+	}
+	node, err = hostPackages(ctx, "node", "-e", nodePackages)
+	return python, node, err
+}
+
+const pythonPackages = `import json
+from importlib import metadata
+seen = {}
+for d in metadata.distributions():
+    n = d.metadata["Name"]
+    if n and n.lower() not in seen:
+        seen[n.lower()] = {"name": n, "version": d.version}
+print(json.dumps([seen[k] for k in sorted(seen)]))`
+
+const nodePackages = `const fs = require('fs'), path = require('path');
+const out = new Map();
+const add = (dir) => {
+  try {
+    const p = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+    if (p.name && !out.has(p.name)) out.set(p.name, { name: p.name, version: String(p.version || '') });
+  } catch (e) {}
+};
+for (const g of require('module').globalPaths) {
+  let names = [];
+  try { names = fs.readdirSync(g); } catch (e) { continue; }
+  for (const n of names) {
+    if (n.startsWith('@')) {
+      try { for (const m of fs.readdirSync(path.join(g, n))) add(path.join(g, n, m)); } catch (e) {}
+    } else add(path.join(g, n));
+  }
+}
+console.log(JSON.stringify([...out.values()].sort((a, b) => a.name.localeCompare(b.name))));`
+
+// hostPackages runs a lister with the sandbox's PATH and nothing else of
+// this process's environment, so that what it finds is what a session
+// finds.
+func hostPackages(ctx context.Context, argv ...string) ([]PackageVersion, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	bin, err := SandboxBinary(argv[0])
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin, argv[1:]...)
+	cmd.Env = []string{"PATH=" + sandboxPath, "HOME=/nonexistent", "LANG=C.UTF-8"}
+	cmd.Dir = "/"
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("list %s's packages: %w", argv[0], err)
+	}
+	var list []PackageVersion
+	if err := json.Unmarshal(out, &list); err != nil {
+		return nil, fmt.Errorf("list %s's packages: %w", argv[0], err)
+	}
+	return list, nil
+}
+
+// sandboxPath is the PATH of a sandbox's processes (native.BaseEnv's),
+// where sessions find python3, pip, node and npm.
+const sandboxPath = "/usr/local/bin:/usr/bin:/bin"
+
+// SandboxBinary is the file a sandbox runs for name: found on the
+// sandbox's PATH, not this process's (which may hold another python3).
+func SandboxBinary(name string) (string, error) {
+	for _, dir := range filepath.SplitList(sandboxPath) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not on the sandboxes' PATH (%s)", name, sandboxPath)
+}

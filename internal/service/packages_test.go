@@ -10,12 +10,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/egress"
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
@@ -215,10 +218,11 @@ func (ts *testService) installedFor(t *testing.T, ctx context.Context, u kiln.Us
 // requirements.txt in the workspace is read, and one with an option is
 // refused naming the line.
 func TestInstallPipFromLocalIndex(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("needs python3 with venv and pip")
+	py, err := SandboxBinary("python3")
+	if err != nil {
+		t.Skip(err)
 	}
-	if err := exec.Command("python3", "-c", "import venv, pip").Run(); err != nil {
+	if err := exec.Command(py, "-c", "import venv, pip").Run(); err != nil {
 		t.Skip("needs python3's venv and pip modules: " + err.Error())
 	}
 	tinyName, tiny := wheel(t, "kiln-tiny", "1.0", "kilntiny", "tiny!", "kiln-dep")
@@ -359,4 +363,143 @@ func TestInstallNPM(t *testing.T) {
 			t.Errorf("the install left %q in the workspace (npm's cache, logs or node_modules belong outside it)", path.Join(fi.Name))
 		}
 	}
+}
+
+// TestDefaultPackages: the Python packages listed are the system
+// python3's, at the versions it imports.
+func TestDefaultPackages(t *testing.T) {
+	py, err := SandboxBinary("python3")
+	if err != nil {
+		t.Skip(err)
+	}
+	sandboxPython := func(code string) *exec.Cmd { return exec.Command(py, "-I", "-c", code) }
+	if err := sandboxPython("import numpy").Run(); err != nil {
+		t.Skip("needs python3 with numpy (scripts/deps installs it)")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("needs node")
+	}
+	pkgs, _, err := DefaultPackages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sandboxPython("import numpy; print(numpy.__version__)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := PackageVersion{Name: "numpy", Version: strings.TrimSpace(string(out))}
+	found := false
+	for _, p := range pkgs {
+		found = found || p == want
+	}
+	if !found {
+		t.Errorf("default Python packages %v lack %v", pkgs, want)
+	}
+}
+
+// allowlisted is a live session of a new non-admin user whose policy
+// allows a host (so the package mirrors too).
+func (ts *testService) allowlisted(t *testing.T, ctx context.Context, name string, languages ...string) (kiln.User, string) {
+	t.Helper()
+	u := ts.user(t, name, false)
+	sess, err := ts.CreateSession(ctx, u, SessionSpec{Languages: languages,
+		Network: kiln.NetworkPolicy{Mode: kiln.NetworkAllowlist, Allow: []string{"example.com"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u, sess.ID
+}
+
+// TestInstallPipThroughProxy (root): in a sandbox whose only way out is
+// the egress proxy, the API installs a wheel and its dependency from the
+// administrator's index (a PEP 503 index the test serves on loopback,
+// configured as the proxy's upstream), the install's egress lists the
+// mirror's requests, and the running kernel imports the package. A
+// dependency on the package policy's denylist fails the install with a
+// forbidden error naming the policy, and the session stays usable.
+func TestInstallPipThroughProxy(t *testing.T) {
+	tinyName, tiny := wheel(t, "kiln-tiny", "1.0", "kilntiny", "tiny!", "kiln-dep")
+	depName, dep := wheel(t, "kiln-dep", "2.5", "kilndep", "dep!")
+	srv := pep503(t, map[string][2]any{"kiln-tiny": {tinyName, tiny}, "kiln-dep": {depName, dep}})
+	cfg := Config{NetworkCeiling: testCeiling, Egress: egress.Config{PyPIIndex: srv.URL + "/simple/"}}
+	ts := newNativeService(t, cfg)
+	ctx := ctxT(t, 3*time.Minute)
+	u, id := ts.allowlisted(t, ctx, "alice")
+	if e, err := ts.Exec(ctx, u, id, kiln.CellRequest{Language: "python", Code: "x = 41"}, ExecEvents{}); err != nil || e.Result.Status != kiln.StatusOK {
+		t.Fatalf("first cell: %+v, %v", e.Result, err)
+	}
+	var progress strings.Builder
+	res, err := ts.InstallPackages(ctx, u, id, PackageRequest{Manager: ManagerPip, Packages: []string{"kiln-tiny==1.0"}},
+		PackageEvents{Stdout: func(p []byte) { progress.Write(p) }, Stderr: func(p []byte) { progress.Write(p) }})
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, progress.String())
+	}
+	if len(res.Packages) != 2 || !slices.Contains(res.Packages, Package{Name: "kiln-tiny", Version: "1.0", Requested: true}) ||
+		!slices.Contains(res.Packages, Package{Name: "kiln-dep", Version: "2.5"}) {
+		t.Errorf("installed %+v; want kiln-tiny 1.0 (requested) and kiln-dep 2.5", res.Packages)
+	}
+	var mirrored []string
+	for _, r := range res.Egress {
+		if r.Kind == egress.KindPyPI && r.Allowed {
+			mirrored = append(mirrored, r.Package)
+		}
+	}
+	if !slices.Contains(mirrored, "kiln-tiny") || !slices.Contains(mirrored, "kiln-dep") {
+		t.Errorf("the install's egress %+v; want the mirror's requests for both projects", res.Egress)
+	}
+	e, err := ts.Exec(ctx, u, id, kiln.CellRequest{Language: "python", Code: "import kilntiny, kilndep\nprint(kilntiny.VALUE, kilndep.VALUE, x + 1)"}, ExecEvents{})
+	if err != nil || e.Result.Stdout != "tiny! dep! 42\n" {
+		t.Fatalf("import in the same kernel: %+v, %v", e.Result, err)
+	}
+
+	// A dependency the package policy denies.
+	cfg.Egress.Packages = egress.PackagePolicy{Deny: []string{"kiln-dep"}}
+	ts2 := newNativeService(t, cfg)
+	u2, id2 := ts2.allowlisted(t, ctx, "bob")
+	_, err = ts2.InstallPackages(ctx, u2, id2, PackageRequest{Manager: ManagerPip, Packages: []string{"kiln-tiny"}}, PackageEvents{})
+	if kiln.KindOf(err) != kiln.Forbidden || !strings.Contains(kiln.Message(err), "kiln-dep") || !strings.Contains(kiln.Message(err), "policy") {
+		t.Errorf("a denied dependency: %v; want forbidden naming kiln-dep and the policy", err)
+	}
+	if e, err := ts2.Exec(ctx, u2, id2, kiln.CellRequest{Language: "python", Code: "print(1+1)"}, ExecEvents{}); err != nil || e.Result.Stdout != "2\n" {
+		t.Errorf("a cell after the refusal: %+v, %v", e.Result, err)
+	}
+}
+
+// TestInstallNPMThroughProxy (root): npm installs a small real package
+// through the egress proxy from the registry the host's npm is
+// configured with (read at run time); a JavaScript cell requires it. The
+// same install in a second session (npm's own cache is per session) comes
+// from the proxy's shared cache: its tarball request says cached.
+func TestInstallNPMThroughProxy(t *testing.T) {
+	hostNPMRegistry(t) // skips when the host's registry is unreachable
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: installs through the egress proxy run in the native backend's sandboxes")
+	}
+	ts := newNativeService(t, Config{NetworkCeiling: testCeiling,
+		Egress: egress.Config{CacheDir: t.TempDir(), CacheBytes: 64 << 20}})
+	ctx := ctxT(t, 3*time.Minute)
+	var walls []time.Duration
+	for i, name := range []string{"alice", "bob"} {
+		u, id := ts.allowlisted(t, ctx, name, "javascript")
+		res, err := ts.InstallPackages(ctx, u, id, PackageRequest{Manager: ManagerNPM, Packages: []string{"is-number@7.0.0"}}, PackageEvents{})
+		if err != nil {
+			t.Fatalf("install %d: %v", i+1, err)
+		}
+		if len(res.Packages) != 1 || res.Packages[0] != (Package{Name: "is-number", Version: "7.0.0", Requested: true}) {
+			t.Errorf("install %d: %+v; want is-number 7.0.0", i+1, res.Packages)
+		}
+		cached := false
+		for _, r := range res.Egress {
+			cached = cached || (r.Kind == egress.KindNPM && r.Cached)
+		}
+		if i == 1 && !cached {
+			t.Errorf("the second install's egress %+v; want the tarball from the shared cache", res.Egress)
+		}
+		walls = append(walls, res.Wall)
+		e, err := ts.Exec(ctx, u, id, kiln.CellRequest{Language: "javascript", Code: "console.log(require('is-number')(42))"}, ExecEvents{})
+		if err != nil || e.Result.Stdout != "true\n" {
+			t.Fatalf("require after install %d: %+v, %v", i+1, e.Result, err)
+		}
+	}
+	t.Logf("npm install is-number through the proxy: first %v, second (shared cache) %v", walls[0], walls[1])
 }

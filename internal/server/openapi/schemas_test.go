@@ -70,6 +70,7 @@ var wireTypes = map[string]reflect.Type{
 	"PackageRequest":   reflect.TypeFor[client.PackageRequest](),
 	"PackageResult":    reflect.TypeFor[client.PackageResult](),
 	"InstalledPackage": reflect.TypeFor[client.InstalledPackage](),
+	"PackageVersion":   reflect.TypeFor[client.PackageVersion](),
 }
 
 // noWireType are schemas without a Go type in package client yet.
