@@ -368,3 +368,46 @@ func sockets(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestRunNetworkNone: a one-shot run, from the run pool or a fresh
+// sandbox, goes through a proxy session with the policy none: refused
+// with the policy named, recorded in its result and the audit log, and
+// its socket gone with its sandbox.
+func TestRunNetworkNone(t *testing.T) {
+	for _, size := range []int{0, 1} {
+		ts := newNativeService(t, Config{RunPoolSize: size})
+		u := ts.user(t, "u", false)
+		ctx := ctxT(t, 2*time.Minute)
+		if size > 0 {
+			if err := ready(ctx, ts.runs.pools["python"]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := ts.runs.taken.Load()
+		out, err := ts.Run(ctx, u, RunRequest{Language: "python", Code: "import urllib.request\ntry: urllib.request.urlopen('http://example.com/')\nexcept Exception as e: print(e.code, e.read().decode())"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pooled := ts.runs.taken.Load() > before; pooled != (size > 0) {
+			t.Errorf("run pool %d: pooled %v", size, pooled)
+		}
+		res := out.Result
+		if !strings.Contains(res.Stdout, `403 kiln: this session's network policy is "none"`) {
+			t.Errorf("run pool %d: %q %q; want the proxy's refusal", size, res.Stdout, res.Stderr)
+		}
+		if len(res.Egress) != 1 || res.Egress[0].Allowed || res.Egress[0].Host != "example.com" {
+			t.Errorf("run pool %d: egress %+v; want one refused attempt", size, res.Egress)
+		}
+		entries, _, err := ts.store.ListAudit(ctx, store.AuditFilter{UserID: u.ID}, store.Page{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(entries, func(e store.AuditEntry) bool { return e.Action == "egress" && e.Outcome == "denied" }) {
+			t.Errorf("run pool %d: no egress row in the audit log: %+v", size, entries)
+		}
+		ts.runs.teardowns.Wait()
+		if want := size * len(ts.runs.pools); len(sockets(t, filepath.Join(ts.cfg.DataDir, netSocketDir))) > want {
+			t.Errorf("run pool %d: sockets %q after the run; want at most the pool's", size, sockets(t, filepath.Join(ts.cfg.DataDir, netSocketDir)))
+		}
+	}
+}

@@ -50,7 +50,7 @@ func newRunPool(s *Service, size int) *runPool {
 			continue // not installed here: its runs fail as before, with the reason
 		}
 		rp.pools[l] = startPool(size, func() (*pooled, error) { return s.makeRunPooled(l, lim) },
-			func(pd *pooled) { pd.sess.Close(context.Background()) },
+			func(pd *pooled) { pd.sess.Close(context.Background()); pd.net.close() },
 			func(int) {},
 			func(err error) {
 				s.metrics.SandboxFailure("pool")
@@ -65,7 +65,7 @@ func newRunPool(s *Service, size int) *runPool {
 // makes a fresh one, as before the pool. refill, always safe to call,
 // lets the pool make the next sandbox: the caller calls it once the run
 // has its result.
-func (rp *runPool) take(p engine.PreparedRun) (sess *engine.Session, refill func()) {
+func (rp *runPool) take(p engine.PreparedRun) (pd *pooled, refill func()) {
 	pl := rp.pools[p.Language()]
 	if pl == nil || p.Limits() != rp.limits {
 		return nil, func() {}
@@ -75,18 +75,19 @@ func (rp *runPool) take(p engine.PreparedRun) (sess *engine.Session, refill func
 		return nil, func() {}
 	}
 	rp.taken.Add(1)
-	return pd.sess, release
+	return pd, release
 }
 
 // closeLater destroys a one-shot run's sandbox, pooled or not, after the
 // answer has gone: its teardown (killing its processes, removing its
 // cgroups and mounts) is not the caller's to wait for. close waits for
 // it; once close has begun, the sandbox goes at once.
-func (rp *runPool) closeLater(sess *engine.Session) {
+func (rp *runPool) closeLater(sess *engine.Session, n *netSession) {
 	rp.mu.Lock()
 	if rp.closed {
 		rp.mu.Unlock()
 		sess.Close(context.Background())
+		n.close()
 		return
 	}
 	rp.teardowns.Add(1)
@@ -94,6 +95,7 @@ func (rp *runPool) closeLater(sess *engine.Session) {
 	go func() {
 		defer rp.teardowns.Done()
 		sess.Close(context.Background())
+		n.close()
 	}()
 }
 
@@ -112,8 +114,13 @@ func (rp *runPool) close(ctx context.Context) {
 func (s *Service) makeRunPooled(language string, lim kiln.Limits) (*pooled, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: lim})
+	n, err := s.nets.openNet("", "", kiln.NetworkPolicy{})
 	if err != nil {
+		return nil, err
+	}
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: lim, EgressSocket: n.socket()})
+	if err != nil {
+		n.close()
 		return nil, err
 	}
 	res, err := sess.Run(ctx, engine.Cell{Language: language, Code: warmupCode[language], Warmup: true}, engine.Events{})
@@ -122,9 +129,10 @@ func (s *Service) makeRunPooled(language string, lim kiln.Limits) (*pooled, erro
 	}
 	if err != nil {
 		sess.Close(context.Background())
+		n.close()
 		return nil, err
 	}
-	return &pooled{sess: sess}, nil
+	return &pooled{sess: sess, net: n}, nil
 }
 
 // warmupCode is what a warm-up cell carries; the kernel does not run it.

@@ -56,14 +56,24 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 		return nil
 	}
 	var res kiln.CellResult
-	sess, refill := s.runs.take(p)
+	// A run's sandbox has a proxy session with the policy "none", whose
+	// refusals are in the result (network.go).
+	pd, refill := s.runs.take(p)
 	defer refill()
-	if sess == nil { // as engine.RunPrepared
-		sess, err = s.engine.NewSession(ctx, engine.SessionSpec{Limits: p.Limits()})
+	var sess *engine.Session
+	var n *netSession
+	if pd != nil {
+		sess, n = pd.sess, pd.net
+		n.adopt("", u.ID, kiln.NetworkPolicy{})
+	} else if n, err = s.nets.openNet("", u.ID, kiln.NetworkPolicy{}); err == nil { // as engine.RunPrepared
+		if sess, err = s.engine.NewSession(ctx, engine.SessionSpec{Limits: p.Limits(), EgressSocket: n.socket()}); err != nil {
+			n.close()
+		}
 	}
 	if err == nil {
 		res, err = engine.RunPreparedIn(ctx, sess, p, engine.Events{}, then)
-		s.runs.closeLater(sess)
+		res.Egress = n.endCell()
+		s.runs.closeLater(sess, n)
 	}
 	if err != nil {
 		if k := kiln.KindOf(err); k == kiln.SandboxError || k == kiln.Internal {
