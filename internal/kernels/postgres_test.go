@@ -279,6 +279,27 @@ func TestPostgresRestart(t *testing.T) {
 	if got := pgRows(t, k, "SELECT x FROM survives"); !cmp.Equal(got, [][]any{{7.0}}) {
 		t.Errorf("after the server was killed: %v", got)
 	}
+	// A sandbox made after kiln restarted finds the old postmaster.pid,
+	// whose pid may be another process's there, of the same user (which
+	// postgres takes for a running server): the kernel starts the server
+	// all the same.
+	k.Stop()
+	stopPostgres(t, dir)
+	sleep := postgresArgv([]string{"/usr/bin/sleep", "60"})
+	sleeper := exec.Command(sleep[0], sleep[1:]...)
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	pidFile := filepath.Join(dir, ".kiln/postgres/data/postmaster.pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(sleeper.Process.Pid)+"\n"+dir+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(pidFile, nobody, nobody)
+	k = startPostgres(t, dir)
+	if got := pgRows(t, k, "SELECT x FROM survives"); !cmp.Equal(got, [][]any{{7.0}}) {
+		t.Errorf("with a stale postmaster.pid: %v", got)
+	}
 	// A server stopped between cells: the next cell starts it again.
 	before := serverPid(dir)
 	stopPostgres(t, dir)
@@ -303,6 +324,24 @@ func TestPostgresRestart(t *testing.T) {
 	k.Read(10 * time.Second) // done
 	if got := pgRows(t, k, "SELECT x FROM survives"); !cmp.Equal(got, [][]any{{7.0}}) {
 		t.Errorf("after a reconnect: %v", got)
+	}
+}
+
+// TestPostgresInterruptStart: an interrupt while the first cell waits for
+// initdb and the server ends the cell; the start goes on, and the next cell
+// gets the server.
+func TestPostgresInterruptStart(t *testing.T) {
+	dir := postgresWorkspace(t)
+	k := startPostgres(t, dir)
+	k.Send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: "first", Code: "SELECT 1;"})
+	k.Interrupt()
+	var done kernelproto.Done
+	mustUnmarshal(t, k.Read(10*time.Second), &done)
+	if done.Type != kernelproto.TDone || done.Status != kernelproto.StatusInterrupted {
+		t.Errorf("done = %+v, want interrupted", done)
+	}
+	if got := pgRows(t, k, "SELECT 2 AS two"); !cmp.Equal(got, [][]any{{2.0}}) {
+		t.Errorf("rows = %v", got)
 	}
 }
 

@@ -152,15 +152,33 @@ class ServerError(Exception):
 
 
 def run_initdb(paths):
+    """Makes the cluster in data.new and renames it to data when it is
+    whole, so a half-made cluster never looks made. initdb runs in a
+    session of its own (an interrupt of the first cell must not stop it)
+    and holds initdb.lock: a kernel started after this one was killed
+    waits for the orphaned initdb, then makes the cluster itself."""
     os.makedirs(paths.base, mode=0o700, exist_ok=True)
-    cmd = [PG_BIN + "/initdb", "-D", paths.data, "-U", user_name(), "-A", "trust", "-E", "UTF8",
+    lock = os.open(os.path.join(paths.base, "initdb.lock"), os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(os.path.join(paths.data, "PG_VERSION")):
+            initdb(paths, lock)
+    finally:
+        os.close(lock)
+
+
+def initdb(paths, lock):
+    work = paths.data + ".new"
+    subprocess.run(["rm", "-rf", work])
+    cmd = [PG_BIN + "/initdb", "-D", work, "-U", user_name(), "-A", "trust", "-E", "UTF8",
            "--locale=C.UTF-8", "--no-sync", "--no-instructions", "--wal-segsize=1"]
     p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       timeout=START_TIMEOUT)
-    if p.returncode != 0:
+                       timeout=START_TIMEOUT, start_new_session=True, pass_fds=(lock,))
+    if p.returncode == 0:
+        os.rename(work, paths.data)
+    else:
         out = p.stdout.decode("utf-8", "replace").strip()
-        # A half-made cluster would stop the next try: initdb wants an empty directory.
-        subprocess.run(["rm", "-rf", paths.data])
+        subprocess.run(["rm", "-rf", work])
         hint = space_hint(out)
         if hint:
             hint = hint[:-1] + "; a new database needs about 30 MB)"
@@ -245,6 +263,15 @@ def log_tail(paths):
         return ""
 
 
+class Pending:
+    """A start of the server (or a connection) under way."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.conn = None
+        self.error = None
+
+
 class Server:
     """The server and the kernel's connection to it."""
 
@@ -252,30 +279,36 @@ class Server:
         self.paths = paths
         self.proc = None
         self.conn = None
-        self.error = None
-        self.started = threading.Event()
         self.lock = threading.Lock()
-        self.ms = None  # how long the first start took
+        self.pending = None
+        self.pending_lock = threading.Lock()
 
     def start_async(self):
-        threading.Thread(target=self.ensure, daemon=True).start()
+        """Starts ensure on a thread unless one runs; returns its Pending.
+        A cell waits on it and can be interrupted while the server starts."""
+        with self.pending_lock:
+            if self.pending is None or self.pending.done.is_set():
+                p = Pending()
+                self.pending = p
+                threading.Thread(target=self.ensure_into, args=(p,), daemon=True).start()
+            return self.pending
+
+    def ensure_into(self, p):
+        try:
+            p.conn = self.ensure()
+        except ServerError as e:
+            p.error = e
+        except Exception as e:  # a bug here: the cell says so instead of waiting forever
+            p.error = ServerError("the PostgreSQL kernel failed while starting the server: %s: %s" % (type(e).__name__, e))
+        finally:
+            p.done.set()
 
     def ensure(self):
         """Makes sure there is a connection; returns it or raises ServerError."""
         with self.lock:
             if self.conn is not None and self.alive():
                 return self.conn
-            t0 = time.monotonic()
-            try:
-                self.conn = self.connect()
-                self.error = None
-            except ServerError as e:
-                self.error = e
-                raise
-            finally:
-                if self.ms is None:
-                    self.ms = (time.monotonic() - t0) * 1000
-                self.started.set()
+            self.conn = self.connect()
             return self.conn
 
     def connect(self):
@@ -757,12 +790,15 @@ class Kernel:
         stmts = split_statements(code)
         if not stmts:
             return
-        try:
-            conn = self.server.ensure()
-        except ServerError as e:
-            self.error(cell, "ServerError", str(e), 0, [])
+        pending = self.server.start_async()
+        while not pending.done.wait(0.05):
+            if self.interrupted:
+                return
+        if pending.error is not None:
+            self.error(cell, "ServerError", str(pending.error), 0, [])
             result["status"] = "error"
             return
+        conn = pending.conn
         for i, (kind, stmt, line, _) in enumerate(stmts, 1):
             if self.interrupted:
                 return
