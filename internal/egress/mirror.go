@@ -105,7 +105,7 @@ func (m *mirrors) gate(s *Session, w http.ResponseWriter, rec *Record, eco, name
 // setUpstream fills the record's host and port from an upstream URL.
 func setUpstream(rec *Record, raw string) {
 	u, err := url.Parse(raw)
-	if err != nil {
+	if err != nil || raw == "" {
 		return
 	}
 	rec.Host = u.Hostname()
@@ -142,6 +142,7 @@ func (m *mirrors) servePyPI(s *Session, w http.ResponseWriter, r *http.Request) 
 // pypiPage serves one project's PEP 503 page with its links rewritten.
 func (m *mirrors) pypiPage(s *Session, w http.ResponseWriter, r *http.Request, project string) {
 	rec := &Record{Time: time.Now(), Kind: KindPyPI, Package: project}
+	setUpstream(rec, m.pypi.fixed)
 	if !m.gate(s, w, rec, ecoPyPI, project) {
 		return
 	}
@@ -198,13 +199,24 @@ func (m *mirrors) serveStream(s *Session, w http.ResponseWriter, r *http.Request
 		s.record(*rec)
 		return
 	}
+	// A download can be long: SetPolicy("none") and Close cut it by
+	// closing its source.
+	t := &tunnel{kind: rec.Kind, host: rec.Host, port: rec.Port}
+	if c, ok := src.(io.Closer); ok {
+		t.closer = c
+		if s.track(t) {
+			defer s.untrack(t)
+		} else {
+			c.Close()
+		}
+	}
 	mt := &meter{r: src, s: s}
 	err := copyFlush(w, mt)
 	rec.BytesDown = mt.n
 	if err != nil {
-		rec.Reason = "transfer failed: " + err.Error()
-		if errors.Is(err, errByteLimit) {
-			rec.Reason = "cut: " + errByteLimit.Error()
+		rec.Reason = endReason(t, err)
+		if rec.Reason == "" {
+			rec.Reason = "transfer failed: " + err.Error()
 		}
 	}
 	s.record(*rec)
@@ -319,6 +331,7 @@ func (m *mirrors) fetchFile(ctx context.Context, target string) (*http.Response,
 	if err != nil {
 		return nil, err
 	}
+	m.addCredentials(ctx, req)
 	resp, err := m.client.Do(req)
 	if err != nil {
 		return nil, errors.Unwrap(err) // without the URL, which may hold credentials
@@ -328,6 +341,22 @@ func (m *mirrors) fetchFile(ctx context.Context, target string) (*http.Response,
 		return nil, fmt.Errorf("the index answered %s", resp.Status)
 	}
 	return resp, nil
+}
+
+// addCredentials gives a download the user and password of the upstream
+// it comes from. Links never carry them (rewrite strips them), so the
+// sandbox never sees them.
+func (m *mirrors) addCredentials(ctx context.Context, req *http.Request) {
+	for _, up := range []*upstream{m.pypi, m.npm} {
+		base, err := up.get(ctx)
+		if err != nil {
+			continue
+		}
+		if u, err := url.Parse(base); err == nil && u.User != nil && u.Host == req.URL.Host {
+			req.URL.User = u.User
+			return
+		}
+	}
 }
 
 // metaEntry is one cached metadata answer.
@@ -445,6 +474,7 @@ func (m *mirrors) serveNPM(s *Session, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := &Record{Time: time.Now(), Kind: KindNPM, Package: name}
+	setUpstream(rec, m.npm.fixed)
 	if !m.gate(s, w, rec, ecoNPM, name) {
 		return
 	}

@@ -75,6 +75,7 @@ func rewriteAnchor(tok html.Token, base *url.URL, project string, sign func(...s
 			}
 			frag := u.Fragment
 			u.Fragment, u.RawFragment = "", ""
+			u.User = nil // the index's credentials stay in the proxy
 			key := "-"
 			if alg, h, ok := strings.Cut(frag, "="); ok {
 				if k, ok := parseKey(strings.ToLower(alg) + "-" + strings.ToLower(h)); ok {
@@ -118,6 +119,8 @@ func rewriteNPM(doc []byte, filesBase, name string, sign func(...string) string)
 			delete(dist, "tarball")
 			continue
 		}
+		u.User = nil // the registry's credentials stay in the proxy
+		tarball = u.String()
 		integrity, _ := dist["integrity"].(string)
 		dist["tarball"] = downloadLink(sign, filesBase, ecoNPM, name, npmKey(integrity), tarball)
 	}
