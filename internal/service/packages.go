@@ -99,33 +99,36 @@ func ManagerFor(language string) string {
 	return ""
 }
 
-// InstallPackages installs packages into u's session and says what it
-// installed. It runs as a cell does: in the session's turn, with a place
-// in the queue; its output goes to ev as it comes. A session whose network
+// InstallPackages installs packages into u's session (or one shared with
+// u as a collaborator: the owner is charged) and says what it installed.
+// It runs as a cell does: in the session's turn, with a place in the
+// queue; its output goes to ev as it comes. A session whose network
 // policy allows nothing is refused at once, before anything runs.
 func (s *Service) InstallPackages(ctx context.Context, u kiln.User, sessionID string, req PackageRequest, ev PackageEvents) (PackageResult, error) {
 	specs, err := CheckPackages(req)
 	if err != nil {
 		return PackageResult{}, err
 	}
-	l, err := s.liveFor(ctx, u, sessionID)
+	a, err := s.liveAs(ctx, u, sessionID, kiln.RoleCollaborator)
 	if err != nil {
 		return PackageResult{}, err
 	}
-	if err := s.packagesReachable(l, req.Manager); err != nil {
+	if err := s.packagesReachable(a.l, req.Manager); err != nil {
 		return PackageResult{}, err
 	}
-	return s.install(ctx, u, l, req, specs, ev)
+	return s.install(ctx, a, u, req, specs, ev)
 }
 
-// install is InstallPackages once the request and the policy are checked.
-func (s *Service) install(ctx context.Context, u kiln.User, l *live, req PackageRequest, specs []string, ev PackageEvents) (PackageResult, error) {
-	if err := s.checkBudget(ctx, u); err != nil {
+// install is InstallPackages once the request and the policy are checked:
+// u acts, the session's owner is charged, as for a cell.
+func (s *Service) install(ctx context.Context, a access, u kiln.User, req PackageRequest, specs []string, ev PackageEvents) (PackageResult, error) {
+	l := a.l
+	if err := s.budgetOf(ctx, a, u); err != nil {
 		return PackageResult{}, err
 	}
 	release := l.hold()
 	defer release()
-	t, err := s.enterQueue(u)
+	t, err := s.enterQueue(a.owner)
 	if err != nil {
 		return PackageResult{}, err
 	}
@@ -160,7 +163,7 @@ func (s *Service) install(ctx context.Context, u kiln.User, l *live, req Package
 	if err != nil {
 		outcome = string(kiln.KindOf(err))
 	}
-	s.audit(context.WithoutCancel(ctx), store.AuditEntry{UserID: u.ID, Actor: u.ID, Action: "packages.install", SessionID: l.rec.ID, Outcome: outcome,
+	s.audit(context.WithoutCancel(ctx), store.AuditEntry{UserID: a.owner.ID, Actor: u.ID, Action: "packages.install", SessionID: l.rec.ID, Outcome: outcome,
 		Detail: jsonDetail(map[string]any{"manager": req.Manager, "packages": specs, "installed": res.Packages})})
 	return res, err
 }

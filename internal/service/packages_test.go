@@ -205,11 +205,11 @@ func (ts *testService) installedFor(t *testing.T, ctx context.Context, u kiln.Us
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ts.liveFor(ctx, u, id)
+	a, err := ts.liveAs(ctx, u, id, kiln.RoleOwner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ts.install(ctx, u, l, req, specs, ev)
+	return ts.install(ctx, a, u, req, specs, ev)
 }
 
 // TestInstallPipFromLocalIndex: pip installs a wheel and its dependency
