@@ -338,3 +338,14 @@ func (l *live) netNow() *netSession {
 	defer l.mu.Unlock()
 	return l.net
 }
+
+// networkOf is a session's policy: a live session's, else (ended, or not
+// kept in the store) none.
+func (s *Service) networkOf(id string) kiln.NetworkPolicy {
+	if l := s.lookup(id); l != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.policy
+	}
+	return kiln.NetworkPolicy{}
+}

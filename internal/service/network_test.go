@@ -52,6 +52,9 @@ func TestSetNetworkCeiling(t *testing.T) {
 	if again, _ := ts.Session(ctx, u, sess.ID); !slices.Equal(again.Network.Allow, within.Allow) {
 		t.Errorf("the session reads back %+v; want %+v", again.Network, within)
 	}
+	if list, _, err := ts.ListSessions(ctx, u, store.SessionFilter{}, store.Page{Limit: 10}); err != nil || len(list) != 1 || !slices.Equal(list[0].Network.Allow, within.Allow) {
+		t.Errorf("the session's list: %+v, %v; want its policy %+v", list, err, within)
+	}
 	_, err = ts.SetNetwork(ctx, u, sess.ID, beyond)
 	if kiln.KindOf(err) != kiln.Forbidden || !strings.Contains(err.Error(), "api.example.net") || !strings.Contains(err.Error(), "ceiling") {
 		t.Errorf("set beyond the ceiling: %v; want forbidden naming the host and the ceiling", err)
