@@ -63,7 +63,7 @@ Usage:
   kiln run [flags] --lang L -            run code read from stdin
   kiln repl [flags] LANGUAGE             an interactive session (state kept between cells)
   kiln repl --server URL SESSION         the same on a session of a kiln server (remote)
-  kiln languages                         every language, its runtime and version
+  kiln languages [--packages]            every language, its runtime and version (or its default packages)
   kiln doctor                            what this host supports and lacks
   kiln bench [flags]                     measure sandbox overhead and throughput
   kiln serve [flags]                     the HTTP API, MCP and the web notebook at /
@@ -92,6 +92,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "repl":
 		return replCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "languages":
+		if len(args) == 2 && args[1] == "--packages" {
+			return languagePackages(ctx, stdout)
+		}
 		return languagesCmd(ctx, stdout)
 	case "doctor":
 		return doctorCmd(ctx, stdout)

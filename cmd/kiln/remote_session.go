@@ -20,6 +20,7 @@ const sessionUsage = `Usage:
   kiln session rm ID...                  end sessions (their files are gone)
   kiln session interrupt ID              stop the session's running cell
   kiln session restart [--lang L] ID     restart kernels (state cleared, files kept)
+  kiln session install ID PACKAGE...     install pip (or --manager npm) packages into it
 
 Run "kiln session COMMAND -h" for a command's flags, and how the server
 and key are found.
@@ -36,6 +37,7 @@ func sessionCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return sessionSimple(ctx, "interrupt", args, stderr, (*client.Client).Interrupt)
 		},
 		"restart": func(ctx context.Context, args []string) error { return sessionRestart(ctx, args, stderr) },
+		"install": func(ctx context.Context, args []string) error { return sessionInstall(ctx, args, stdout, stderr) },
 	})
 }
 
