@@ -116,8 +116,8 @@ func TestPipTransitiveDependencyRefused(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(string(out), "dep-one") {
-			t.Errorf("pip download with dep-one not allowed: err %v, want a failure naming dep-one:\n%s", err, out)
+		if err == nil || !strings.Contains(string(out), `package "dep-one" is not on the administrator's package allowlist`) {
+			t.Errorf("pip download with dep-one not allowed: err %v, want a failure that names the policy and dep-one:\n%s", err, out)
 		}
 		var refused bool
 		for _, r := range rec.all() {
@@ -130,6 +130,52 @@ func TestPipTransitiveDependencyRefused(t *testing.T) {
 		}
 		t.Logf("pip's output when a dependency is refused:\n%s", out)
 	}
+}
+
+// TestPipUnderNoneFailsFastNamingPolicy: under "none", pip fails at once
+// and its output names the policy.
+func TestPipUnderNoneFailsFastNamingPolicy(t *testing.T) {
+	if err := exec.Command("python3", "-m", "pip", "--version").Run(); err != nil {
+		t.Skip("needs python3 with pip: ", err)
+	}
+	p := mustNew(t, Config{PyPIIndex: "http://127.0.0.1:1/simple/"})
+	_, addr := serveSession(t, p.Open("s", None, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "python3", "-m", "pip", "download", "--no-cache-dir", "--retries", "0", "-d", t.TempDir(),
+		"--index-url", "http://"+addr+"/pypi/simple/", "requests")
+	cmd.Env = append(os.Environ(), "PIP_CONFIG_FILE=/dev/null", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_FIND_LINKS=")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	if err == nil || !strings.Contains(string(out), `network policy is "none"`) {
+		t.Errorf("pip under none: err %v, want a failure naming the policy:\n%s", err, out)
+	}
+	t.Logf("pip failed in %v:\n%s", took, out)
+}
+
+// TestNPMUnderNoneFailsFastNamingPolicy: under "none", npm fails at once
+// and its output names the policy.
+func TestNPMUnderNoneFailsFastNamingPolicy(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("needs npm: ", err)
+	}
+	p := mustNew(t, Config{NPMRegistry: "http://127.0.0.1:1/"})
+	_, addr := serveSession(t, p.Open("s", None, nil))
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--fetch-retries=0",
+		"--registry", "http://"+addr+"/npm/", "--cache", filepath.Join(dir, ".npm-cache"), "left-pad")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "npm_config_userconfig=/dev/null")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	if err == nil || !strings.Contains(string(out), `network policy is`) || !strings.Contains(string(out), `none`) {
+		t.Errorf("npm under none: err %v, want a failure naming the policy:\n%s", err, out)
+	}
+	t.Logf("npm failed in %v:\n%s", took, out)
 }
 
 // tgz builds an npm package tarball.

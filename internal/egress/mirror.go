@@ -83,11 +83,15 @@ func newMirrors(p *Proxy) (*mirrors, error) {
 // gate applies the session's network policy, its byte budget and the
 // package policy to a mirror request. On refusal it answers, records and
 // returns false.
-func (m *mirrors) gate(s *Session, w http.ResponseWriter, rec *Record, eco, name string) bool {
+func (m *mirrors) gate(s *Session, w http.ResponseWriter, r *http.Request, rec *Record, eco, name string) bool {
 	refuseRec := func(code int, msg, reason string) bool {
 		rec.Reason = reason
 		s.record(*rec)
-		writeRefusal(w, code, msg, eco == ecoNPM)
+		if eco == ecoPyPI && strings.HasPrefix(r.URL.Path, "/pypi/simple/") && strings.HasPrefix(r.UserAgent(), "pip/") {
+			refusePip(w, msg)
+		} else {
+			writeRefusal(w, code, msg, eco == ecoNPM)
+		}
 		return false
 	}
 	if s.pol.Load().IsNone() {
@@ -100,6 +104,24 @@ func (m *mirrors) gate(s *Session, w http.ResponseWriter, rec *Record, eco, name
 		return refuseRec(http.StatusForbidden, "kiln: refused by the package policy: "+why+" (a dependency is checked the same way as a package asked for by name)", why)
 	}
 	return true
+}
+
+// refusePip refuses an index page to pip in the one way pip shows: pip
+// logs an index page's HTTP error only with -v and then says just "No
+// matching distribution found", but it warns, naming the Content-Type,
+// about a page whose Content-Type it does not read. So pip gets a 200 that
+// it skips, with the refusal as its Content-Type:
+//
+//	WARNING: Skipping page .../pypi/simple/x/ because the GET request got
+//	Content-Type: kiln: this session's network policy is "none"; ...
+//
+// The record says refused; other clients get the plain 403.
+func refusePip(w http.ResponseWriter, msg string) {
+	w.Header().Set("Content-Type", reasonPhrase(strings.TrimSuffix(msg, ".")))
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(http.StatusOK)
+	io.WriteString(w, msg+"\n")
 }
 
 // setUpstream fills the record's host and port from an upstream URL.
@@ -143,7 +165,7 @@ func (m *mirrors) servePyPI(s *Session, w http.ResponseWriter, r *http.Request) 
 func (m *mirrors) pypiPage(s *Session, w http.ResponseWriter, r *http.Request, project string) {
 	rec := &Record{Time: time.Now(), Kind: KindPyPI, Package: project}
 	setUpstream(rec, m.pypi.fixed)
-	if !m.gate(s, w, rec, ecoPyPI, project) {
+	if !m.gate(s, w, r, rec, ecoPyPI, project) {
 		return
 	}
 	base, err := m.pypi.get(r.Context())
@@ -276,7 +298,7 @@ func (m *mirrors) serveFile(s *Session, w http.ResponseWriter, r *http.Request, 
 	}
 	rec := &Record{Time: time.Now(), Kind: kind, Package: name}
 	setUpstream(rec, target)
-	if !m.gate(s, w, rec, eco, name) {
+	if !m.gate(s, w, r, rec, eco, name) {
 		return
 	}
 	key, hasKey := parseKey(parts[1])
@@ -475,7 +497,7 @@ func (m *mirrors) serveNPM(s *Session, w http.ResponseWriter, r *http.Request) {
 	}
 	rec := &Record{Time: time.Now(), Kind: KindNPM, Package: name}
 	setUpstream(rec, m.npm.fixed)
-	if !m.gate(s, w, rec, ecoNPM, name) {
+	if !m.gate(s, w, r, rec, ecoNPM, name) {
 		return
 	}
 	base, err := m.npm.get(r.Context())

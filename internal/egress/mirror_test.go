@@ -273,9 +273,9 @@ func TestCacheServesWhileUpstreamDown(t *testing.T) {
 	_, _, npmDoc := fetch(t, addr, "/npm/left-pad")
 	f.down.Store(true)
 	tarball := regexp.MustCompile(`http://127.0.0.1:3128(/npm/-/files/[^"]+)`).FindStringSubmatch(npmDoc)[1]
-	code, status, _ := fetch(t, addr, tarball)
-	if code != 502 || !strings.Contains(status, "not in the cache") {
-		t.Errorf("uncached tarball with upstream down = %q, want 502 saying it is not cached", status)
+	code, status, body := fetch(t, addr, tarball)
+	if code != 502 || !strings.Contains(body, "not in the cache") {
+		t.Errorf("uncached tarball with upstream down = %q %q, want 502 saying it is not cached", status, body)
 	}
 }
 

@@ -257,8 +257,12 @@ func writeRefusal(w http.ResponseWriter, code int, msg string, asJSON bool) {
 		return
 	}
 	defer c.Close()
+	phrase := reasonPhrase(msg)
+	if asJSON { // npm prints the status text and the error: say it once
+		phrase = http.StatusText(code)
+	}
 	fmt.Fprintf(brw, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nX-Content-Type-Options: nosniff\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		code, reasonPhrase(msg), ctype, len(body), body)
+		code, phrase, ctype, len(body), body)
 	brw.Flush()
 }
 
