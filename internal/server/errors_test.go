@@ -62,7 +62,7 @@ func TestErrorsAreProblems(t *testing.T) {
 		{"too large", "POST", "/v1/sessions", key, "application/json", `{"metadata":{"a":"` + strings.Repeat("x", 1<<17) + `"}}`, 413, "too_large", "64 KiB"},
 		{"bad language", "POST", "/v1/sessions", key, "application/json", `{"languages":["cobol"]}`, 400, "invalid", "cobol"},
 		{"bad limit", "POST", "/v1/sessions", key, "application/json", `{"limits":{"memory_bytes":1}}`, 400, "invalid", "allowed range"},
-		{"bad network", "POST", "/v1/sessions", key, "application/json", `{"network":"host"}`, 400, "invalid", "allowed: none"},
+		{"bad network", "POST", "/v1/sessions", key, "application/json", `{"network":"host"}`, 400, "invalid", `unknown mode "host"; the modes are "none"`},
 		{"bad metadata key", "POST", "/v1/sessions", key, "application/json", `{"metadata":{"a b":"c"}}`, 400, "invalid", "metadata key"},
 		{"unknown session", "GET", "/v1/sessions/0123", key, "", "", 404, "not_found", `no session "0123"`},
 		{"unknown session's files", "GET", "/v1/sessions/0123/files/a.txt", key, "", "", 404, "not_found", `no session "0123"`},
