@@ -33,6 +33,7 @@ var (
 	codeProp      = fmt.Sprintf(`"code": {"type": "string", "maxLength": %d, "description": "The source code to run."}`, maxCodeChars)
 	stdinProp     = `"stdin": {"type": "string", "maxLength": 1048576, "description": "Text given to the program on standard input. Default: none (reading stdin fails at once)."}`
 	pathProp      = `"path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "A path relative to the workspace (/workspace in the sandbox), such as data/input.csv; no .., no leading /."}`
+	packagesProp  = `"packages": {"type": "array", "maxItems": 100, "items": {"type": "string", "minLength": 1, "maxLength": 256}, "description": "Packages to install before the code runs: with pip for python, npm for javascript and typescript. Each a name with an optional version: requests, requests==2.31.0, left-pad@1.3.0 (no options, URLs or paths). Installing needs network access to the package index: a session created with a network policy that allows it. Without one the call fails, saying so."}`
 )
 
 var table = mustResolve([]Tool{
@@ -48,7 +49,7 @@ var table = mustResolve([]Tool{
 				` + pathProp + `,
 				"content": {"type": "string", "description": "The file's text (UTF-8)."},
 				"content_base64": {"type": "string", "description": "The file's bytes, base64; instead of content, for binary files."}}}},
-			` + stdinProp + `, ` + timeoutProp + `,
+			` + stdinProp + `, ` + timeoutProp + `, ` + packagesProp + `,
 			"args": {"type": "array", "maxItems": 256, "items": {"type": "string", "maxLength": 4096}, "description": "Command-line arguments (program languages such as c, go, rust only)."}}}`),
 		call: runCode,
 	},
@@ -70,7 +71,7 @@ var table = mustResolve([]Tool{
 		Schema: schema(`{"type": "object", "required": ["session_id", "code"], "additionalProperties": false, "properties": {
 			` + sessionIDProp + `, ` + codeProp + `,
 			"language": {"type": "string", "minLength": 1, "maxLength": 40, "description": "One of the session's languages. Default: the session's first."},
-			` + stdinProp + `, ` + timeoutProp + `}}`),
+			` + stdinProp + `, ` + timeoutProp + `, ` + packagesProp + `}}`),
 		call: executeCode,
 	},
 	{
@@ -174,12 +175,13 @@ func runCode(ctx context.Context, c *client.Client, args json.RawMessage, p Prog
 		Stdin     string   `json:"stdin"`
 		TimeoutMS int64    `json:"timeout_ms"`
 		Args      []string `json:"args"`
+		Packages  []string `json:"packages"`
 	}
 	if err := decode(args, &in); err != nil {
 		return nil, err
 	}
 	req := client.RunRequest{Language: cmpOr(in.Language, "python"), Code: in.Code, Stdin: in.Stdin, Args: in.Args,
-		Limits: client.Limits{TimeoutMS: in.TimeoutMS}}
+		Limits: client.Limits{TimeoutMS: in.TimeoutMS}, Packages: in.Packages}
 	for _, f := range in.Files {
 		b, err := f.bytes()
 		if err != nil {
@@ -220,16 +222,17 @@ func createSession(ctx context.Context, c *client.Client, args json.RawMessage, 
 
 func executeCode(ctx context.Context, c *client.Client, args json.RawMessage, p Progress) (*Result, error) {
 	var in struct {
-		SessionID string  `json:"session_id"`
-		Code      string  `json:"code"`
-		Language  string  `json:"language"`
-		Stdin     *string `json:"stdin"`
-		TimeoutMS int64   `json:"timeout_ms"`
+		SessionID string   `json:"session_id"`
+		Code      string   `json:"code"`
+		Language  string   `json:"language"`
+		Stdin     *string  `json:"stdin"`
+		TimeoutMS int64    `json:"timeout_ms"`
+		Packages  []string `json:"packages"`
 	}
 	if err := decode(args, &in); err != nil {
 		return nil, err
 	}
-	req := client.ExecRequest{Code: in.Code, Language: in.Language, Stdin: in.Stdin, TimeoutMS: in.TimeoutMS}
+	req := client.ExecRequest{Code: in.Code, Language: in.Language, Stdin: in.Stdin, TimeoutMS: in.TimeoutMS, Packages: in.Packages}
 	var x *client.Execution
 	var err error
 	if p == nil {
