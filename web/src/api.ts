@@ -70,7 +70,11 @@ export interface Session {
   created: string; last_active: string; ended?: string; end_reason?: string;
   metadata?: Record<string, string>;
   limits: Record<string, number>;
+  owner_id?: string;
+  role?: Role; // the caller's: owner, or the role of a share
 }
+export type Role = "owner" | "collaborator" | "viewer";
+export interface Share { session_id: string; user_id: string; role: Role; created: string }
 export interface FileInfo { path: string; name: string; type: string; size: number; mtime: string }
 export interface FileList { path: string; entries: FileInfo[] }
 export interface Output { data: Record<string, unknown>; metadata?: Record<string, unknown>; execute_result?: boolean }
@@ -81,11 +85,12 @@ export interface CellResult {
   language: string; status: string; stdout: string; stderr: string; outputs: Output[] | null;
   error?: CellError; exit_code?: number; diagnostics?: CellError["diagnostics"]; usage: Usage; artifacts: Artifact[] | null; notice?: string;
 }
-export interface Execution { id: string; seq: number; language: string; code: string; status: string; result?: CellResult }
+export interface Execution { id: string; seq: number; language: string; code: string; status: string; result?: CellResult; actor?: string }
 export interface Problem { status: number; code: string; detail: string }
 export interface Event {
   type: string; data?: string; output?: Output; execution?: Execution; error?: Problem;
   position?: number; reason?: string; prompt?: string; password?: boolean;
+  execution_id?: string; // the session event stream's events
 }
 
 export const api = {
@@ -111,4 +116,9 @@ export const api = {
   remove: (id: string, p: string) => json<void>("DELETE", filesURL(id, p, "?recursive=true")),
   mkdir: (id: string, p: string) => json<FileInfo>("POST", `/v1/sessions/${encodeURIComponent(id)}/mkdir`, { path: p }),
   move: (id: string, from: string, to: string) => json<FileInfo>("POST", `/v1/sessions/${encodeURIComponent(id)}/move`, { from, to }),
+  shares: (id: string) => json<{ shares: Share[] }>("GET", `/v1/sessions/${encodeURIComponent(id)}/shares`),
+  share: (id: string, user: string, role: Role) =>
+    json<Share>("PUT", `/v1/sessions/${encodeURIComponent(id)}/shares/${encodeURIComponent(user)}`, { role }),
+  unshare: (id: string, user: string) => json<void>("DELETE", `/v1/sessions/${encodeURIComponent(id)}/shares/${encodeURIComponent(user)}`),
+  eventsURL: (id: string) => `/v1/sessions/${encodeURIComponent(id)}/events`,
 };

@@ -87,8 +87,12 @@ export class CodeEditor {
     }
     ed.onDidChangeModelContent(() => this.opts.onChange?.(ed.getValue()));
     if (this.opts.onRun) {
-      ed.addCommand(m.KeyMod.Shift | m.KeyCode.Enter, () => this.opts.onRun!("advance"));
-      ed.addCommand(m.KeyMod.CtrlCmd | m.KeyCode.Enter, () => this.opts.onRun!("stay"));
+      // Actions, not addCommand: a standalone editor's addCommand binds the
+      // key for every editor on the page, and the last one made wins, so a
+      // cell added later (another user's, in a shared session) would run
+      // instead of the one the key was pressed in.
+      ed.addAction({ id: "kiln.run.advance", label: "Run cell and advance", keybindings: [m.KeyMod.Shift | m.KeyCode.Enter], run: () => this.opts.onRun!("advance") });
+      ed.addAction({ id: "kiln.run.stay", label: "Run cell", keybindings: [m.KeyMod.CtrlCmd | m.KeyCode.Enter], run: () => this.opts.onRun!("stay") });
     }
     if (this.opts.onSave) ed.addCommand(m.KeyMod.CtrlCmd | m.KeyCode.KeyS, () => this.opts.onSave!());
     if (hadFocus) ed.focus();

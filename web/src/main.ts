@@ -8,6 +8,7 @@ import { Files } from "./files";
 import { History } from "./history";
 import { formatTTL } from "./format";
 import { Notebook } from "./notebook";
+import { shareDialog } from "./share";
 
 const app = document.getElementById("app")!;
 let me: User | undefined;
@@ -122,8 +123,8 @@ async function sessionsScreen(): Promise<void> {
   });
   try {
     const { sessions } = await api.sessions();
-    table.append(h("tr", {}, ...["Session", "State", "Languages", "Idle time-out", "Last active", ""].map((t) => h("th", { scope: "col" }, t))));
-    if (sessions.length === 0) table.append(h("tr", {}, h("td", { colspan: "6", class: "muted" }, "No sessions yet: create one below.")));
+    table.append(h("tr", {}, ...["Session", "State", "Languages", "Idle time-out", "Last active", "Your role", ""].map((t) => h("th", { scope: "col" }, t))));
+    if (sessions.length === 0) table.append(h("tr", {}, h("td", { colspan: "7", class: "muted" }, "No sessions yet: create one below.")));
     for (const s of sessions) table.append(sessionRow(s));
   } catch (e) {
     toast((e as Error).message);
@@ -135,8 +136,9 @@ function sessionRow(s: Session): HTMLElement {
     h("td", {}, h("a", { href: `#/s/${s.id}`, title: `open session ${s.id}` }, s.metadata?.name ?? s.id)),
     h("td", {}, s.status), h("td", {}, s.languages.join(", ")), h("td", {}, formatTTL(s.idle_ttl_seconds)),
     h("td", {}, new Date(s.last_active).toLocaleString()),
+    h("td", { title: s.role && s.role !== "owner" ? `shared with you by ${s.owner_id}` : "" }, s.role ?? "owner"),
     h("td", {}, button("Open", () => (location.hash = `#/s/${s.id}`), { title: `open session ${s.id}` }),
-      button("Delete", async () => {
+      (s.role ?? "owner") !== "owner" ? "" : button("Delete", async () => {
         if (!confirm(`Delete session ${s.id}? Its files are removed.`)) return;
         try {
           await api.deleteSession(s.id);
@@ -154,6 +156,7 @@ async function notebookScreen(id: string): Promise<void> {
   const ls = await languageNames().catch(() => session.languages);
   const langs = [...session.languages, ...ls.filter((l) => !session.languages.includes(l))];
   const nb = new Notebook(session, langs);
+  nb.me = me?.id ?? "";
   current = nb;
   const tabs = h("div", { class: "tabs", role: "tablist", "aria-label": "open documents" });
   const pane = h("div", { class: "pane" });
@@ -224,10 +227,13 @@ async function notebookScreen(id: string): Promise<void> {
   });
   const files = new Files(id, openFile);
   nb.onCellDone = () => files.refresh();
+  const role = session.role ?? "owner";
   const bar = h("div", { class: "nb-bar", role: "toolbar", "aria-label": "notebook" },
-    button("▶▶ Run all", () => nb.runAll(), { title: "run all cells" }),
-    button("■ Interrupt", () => nb.interrupt().catch((e) => toast(e.message)), { title: "interrupt the running cell" }),
-    button("↻ Restart", () => nb.restart().catch((e) => toast(e.message)), { title: "restart the kernels (files are kept)" }),
+    role === "viewer" ? "" : button("▶▶ Run all", () => nb.runAll(), { title: "run all cells" }),
+    role === "viewer" ? "" : button("■ Interrupt", () => nb.interrupt().catch((e) => toast(e.message)), { title: "interrupt the running cell" }),
+    role === "viewer" ? "" : button("↻ Restart", () => nb.restart().catch((e) => toast(e.message)), { title: "restart the kernels (files are kept)" }),
+    role === "owner" ? button("Share", () => shareDialog(session, me?.id ?? ""), { title: "share the session with other users" })
+      : h("span", { class: "muted role", title: `the session is ${session.owner_id}'s` }, `shared with you as ${role}`),
     button("+ Code", () => nb.add("code"), { title: "add a code cell" }),
     button("+ Markdown", () => nb.add("markdown"), { title: "add a markdown cell" }),
     button("Export .ipynb", () => nb.exportIpynb(), { title: "download the notebook as a Jupyter notebook" }),

@@ -23,6 +23,7 @@ export interface CellData {
   cpuNS?: number;
   peakMemory?: number;
   artifacts?: Artifact[];
+  actor?: string; // who ran it, when another user of a shared session did
 }
 
 interface NotebookDoc {
@@ -151,7 +152,7 @@ class Cell {
       return;
     }
     if (this.state === "running") {
-      this.statusEl.textContent = "running…";
+      this.statusEl.textContent = d.actor ? `running… (run by ${d.actor})` : "running…";
       return;
     }
     if (!d.status) {
@@ -159,6 +160,7 @@ class Cell {
       return;
     }
     const parts = [d.seq ? `[${d.seq}]` : "", d.status];
+    if (d.actor) parts.push(`run by ${d.actor}`);
     if (d.wallNS !== undefined) parts.push(`in ${formatDuration(d.wallNS)}`);
     if (d.cpuNS !== undefined) parts.push(`CPU ${formatDuration(d.cpuNS)}`);
     if (d.peakMemory) parts.push(`peak memory ${formatBytes(d.peakMemory)}`);
@@ -272,7 +274,10 @@ export class Notebook {
   private saveTimer?: number;
   private saving = Promise.resolve();
   private closed = false;
+  private events?: EventSource;
+  private others = new Map<string, Cell>(); // cells other users run, by execution id
   saveState: HTMLElement;
+  me = ""; // the signed-in user's id: cells whose actor is someone else come from the event stream
 
   onCellDone?: () => void; // the file explorer refreshes: a cell may have changed files
 
@@ -296,11 +301,49 @@ export class Notebook {
     }
     const cells = doc?.cells ?? [{ id: newID(), type: "code", language: this.session.languages[0] ?? "python", source: "", outputs: [] }];
     for (const d of cells) this.insert(new Cell(this, { ...d, outputs: d.outputs ?? [] }));
-    this.connect().catch(() => {}); // warm the socket, so the first cell does not wait for it
+    if (!this.readOnly) this.connect().catch(() => {}); // warm the socket, so the first cell does not wait for it
+    this.watch();
+  }
+
+  // readOnly: a viewer of a shared session reads, and runs and saves nothing.
+  get readOnly(): boolean {
+    return this.session.role === "viewer";
+  }
+
+  // watch follows the session's event stream, where the cells of every
+  // user of the session are told: a cell another user runs is added at
+  // the end and fills in as it runs. This user's own cells come over the
+  // WebSocket and are left out here.
+  private watch(): void {
+    const es = new EventSource(api.eventsURL(this.session.id));
+    this.events = es;
+    const on = (m: MessageEvent) => {
+      const ev = JSON.parse(m.data) as Event;
+      const id = ev.execution_id;
+      if (!id) return;
+      if (ev.type === "started") {
+        const x = ev.execution;
+        if (!x || (x.actor ?? "") === this.me || this.others.has(id)) return;
+        const c = new Cell(this, { id: newID(), type: "code", language: x.language, source: x.code, outputs: [], actor: x.actor });
+        this.others.set(id, c);
+        this.insert(c);
+        c.root.dataset.remote = "true";
+      }
+      const c = this.others.get(id);
+      if (!c) return;
+      c.event(ev);
+      if (ev.type === "done") {
+        this.others.delete(id);
+        if (!this.readOnly) this.save();
+        this.onCellDone?.();
+      }
+    };
+    for (const t of ["started", "stdout", "stderr", "display", "done"]) es.addEventListener(t, on as EventListener);
   }
 
   close(): void {
     this.closed = true;
+    this.events?.close();
     this.ws?.close();
     for (const c of this.cells) c.editor?.dispose();
   }
@@ -361,6 +404,10 @@ export class Notebook {
 
   save(): Promise<void> {
     window.clearTimeout(this.saveTimer);
+    if (this.readOnly) {
+      this.saveState.textContent = "read-only: shared with you as a viewer";
+      return this.saving;
+    }
     const doc: NotebookDoc = { format: "kiln-notebook", version: 1, cells: this.cells.map((c) => c.d) };
     const body = JSON.stringify(doc);
     this.saving = this.saving.then(async () => {
@@ -414,6 +461,10 @@ export class Notebook {
   run(c: Cell, mode: RunMode): void {
     if (mode === "advance") this.focusNext(c);
     if (c.d.type !== "code" || c.state !== "idle") return;
+    if (this.readOnly) {
+      toast("the session is shared with you as a viewer: you can read it, not run cells");
+      return;
+    }
     c.d.outputs = [];
     delete c.d.status;
     delete c.d.artifacts;
