@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -220,16 +221,25 @@ func (k *kernel) execute(m *inMsg) (stopQueue bool) {
 			pr.Close()
 		}()
 	}
+	var (
+		resultMu sync.Mutex
+		result   *kiln.Output
+	)
 	ev := service.ExecEvents{Events: kiln.CellEvents{
 		Stdout: func(b []byte) { out.write("stdout", b) },
 		Stderr: func(b []byte) { out.write("stderr", b) },
 		Output: func(o kiln.Output) {
-			out.flush()
 			if o.Result {
-				publish("execute_result", map[string]any{"execution_count": count, "data": o.Data, "metadata": metadataOf(o)})
-			} else {
-				publish("display_data", map[string]any{"data": o.Data, "metadata": metadataOf(o), "transient": map[string]any{}})
+				// The value of the cell's last expression comes last, as
+				// in IPython: after all of the cell's output, which the
+				// sandbox delivers on another path and may deliver later.
+				resultMu.Lock()
+				result = &o
+				resultMu.Unlock()
+				return
 			}
+			out.flush()
+			publish("display_data", map[string]any{"data": o.Data, "metadata": metadataOf(o), "transient": map[string]any{}})
 		},
 		Input: func(prompt string, password bool) {
 			out.dropPrompt(prompt)
@@ -238,6 +248,11 @@ func (k *kernel) execute(m *inMsg) (stopQueue bool) {
 	}}
 	e, err := k.g.svc.Exec(k.ctx, k.owner, k.session, cell, ev)
 	out.stop()
+	resultMu.Lock()
+	defer resultMu.Unlock()
+	if result != nil {
+		publish("execute_result", map[string]any{"execution_count": count, "data": result.Data, "metadata": metadataOf(*result)})
+	}
 	reply := map[string]any{"status": "ok", "execution_count": count, "user_expressions": map[string]any{}, "payload": []any{}}
 	var ename, evalue string
 	var traceback []string

@@ -246,3 +246,44 @@ func TestJupyterChannels(t *testing.T) {
 		t.Errorf("a malformed message: %v, want the socket closed with a reason naming the header", err)
 	}
 }
+
+// TestJupyterSessions: a Jupyter session binds a notebook's path to a new
+// kernel of a kernelspec, or to an existing kernel by id; it can be
+// renamed; deleting it shuts its kernel down; another user sees none.
+func TestJupyterSessions(t *testing.T) {
+	e := newEnv(t, options{})
+	auth := "token " + e.key
+	code, s, b := jupyterDo(t, e, "POST", "/api/sessions", auth, `{"path": "a.ipynb", "type": "notebook", "name": "a", "kernel": {"name": "python3"}}`)
+	kernel, _ := s["kernel"].(map[string]any)
+	if code != http.StatusCreated || s["path"] != "a.ipynb" || kernel["name"] != "python3" {
+		t.Fatalf("create: %d %s", code, b)
+	}
+	id, kid := fmt.Sprint(s["id"]), fmt.Sprint(kernel["id"])
+	code, s2, b := jupyterDo(t, e, "POST", "/api/sessions", auth, `{"path": "b.ipynb", "type": "notebook", "kernel": {"id": "`+kid+`"}}`)
+	if k2, _ := s2["kernel"].(map[string]any); code != http.StatusCreated || k2["id"] != kid {
+		t.Errorf("a second session on the same kernel: %d %s", code, b)
+	}
+	code, s, b = jupyterDo(t, e, "PATCH", "/api/sessions/"+id, auth, `{"path": "renamed.ipynb"}`)
+	if code != http.StatusOK || s["path"] != "renamed.ipynb" {
+		t.Errorf("rename: %d %s", code, b)
+	}
+	other := "token " + userKey(t, e, "carol")
+	if code, _, b := jupyterDo(t, e, "GET", "/api/sessions/"+id, other, ""); code != http.StatusNotFound {
+		t.Errorf("another user's session: %d %s, want 404", code, b)
+	}
+	if code, _, b := jupyterDo(t, e, "GET", "/api/sessions", other, ""); code != http.StatusOK || strings.TrimSpace(string(b)) != "[]" {
+		t.Errorf("another user's list: %d %s, want []", code, b)
+	}
+	if code, _, b := jupyterDo(t, e, "POST", "/api/sessions", other, `{"path": "x.ipynb", "kernel": {"id": "`+kid+`"}}`); code != http.StatusNotFound {
+		t.Errorf("another user binding this user's kernel: %d %s, want 404", code, b)
+	}
+	if code, _, b := jupyterDo(t, e, "DELETE", "/api/sessions/"+id, auth, ""); code != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", code, b)
+	}
+	if code, _, _ := jupyterDo(t, e, "GET", "/api/kernels/"+kid, auth, ""); code != http.StatusNotFound {
+		t.Errorf("the deleted session's kernel: %d, want 404 (shut down)", code)
+	}
+	if code, _, b := jupyterDo(t, e, "GET", "/api/sessions", auth, ""); code != http.StatusOK || strings.TrimSpace(string(b)) != "[]" {
+		t.Errorf("after delete, the sessions on that kernel are gone too: %d %s", code, b)
+	}
+}

@@ -11,16 +11,20 @@ import (
 
 // nbResult is what testdata/nbrun.py prints of an executed notebook.
 type nbResult struct {
-	Cells    [][]map[string]any `json:"cells"`
-	Counts   []any              `json:"counts"`
-	Language string             `json:"language"`
+	Cells []struct {
+		Streams map[string]string `json:"streams"`
+		Outputs []map[string]any  `json:"outputs"`
+	} `json:"cells"`
+	Counts   []any  `json:"counts"`
+	Language string `json:"language"`
 }
 
 // TestNbclientSameAsLocalIPykernel: nbclient executes a saved notebook
 // (testdata/sample.ipynb: prints, results, stderr, an error with
 // allow_errors, a matplotlib figure, state across cells) through kiln's
-// gateway and on a local ipykernel; the outputs' types, text and MIME
-// types and the execution counts must be the same.
+// gateway and on a local ipykernel; each stream's text, the other
+// outputs' types, text and MIME types in order, and the execution counts
+// must be the same.
 func TestNbclientSameAsLocalIPykernel(t *testing.T) {
 	need(t, map[string]string{"nbclient": "python3-nbclient", "ipykernel": "python3-ipykernel", "jupyter_client": "python3-jupyter-client",
 		"tornado": "python3-tornado", "matplotlib": "python3-matplotlib"})

@@ -136,24 +136,24 @@ class GatewayKernelManager:
 
 
 def comparable(nb):
-    """Each code cell's outputs: streams joined by name, the text/plain of
-    results and displays with their MIME types, errors by name and value."""
+    """Each code cell's outputs: the text of each stream, the text/plain of
+    results and displays with their MIME types, errors by name and value.
+    Streams are compared per name: the order of stdout against stderr is
+    not the protocol's to keep (ipykernel sends each on its own flush
+    schedule, kiln as the sandbox's pipes deliver them)."""
     cells = []
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        outs = []
+        streams, outs = {}, []
         for o in cell.outputs:
             if o.output_type == "stream":
-                if outs and outs[-1]["type"] == "stream" and outs[-1]["name"] == o.name:
-                    outs[-1]["text"] += o.text
-                else:
-                    outs.append({"type": "stream", "name": o.name, "text": o.text})
+                streams[o.name] = streams.get(o.name, "") + o.text
             elif o.output_type in ("execute_result", "display_data"):
                 outs.append({"type": o.output_type, "text": o.data.get("text/plain"), "mimes": sorted(o.data)})
             elif o.output_type == "error":
                 outs.append({"type": "error", "ename": o.ename, "evalue": o.evalue})
-        cells.append(outs)
+        cells.append({"streams": streams, "outputs": outs})
     return cells
 
 
