@@ -64,16 +64,7 @@ func (r *renderer) show(o kiln.Output) {
 // and the files it made.
 func (r *renderer) report(res kiln.CellResult) {
 	if res.Error != nil {
-		switch {
-		case len(res.Error.Traceback) > 0:
-			fmt.Fprintln(r.stderr, strings.Join(res.Error.Traceback, "\n"))
-		case len(res.Error.Diagnostics) > 0:
-			for _, d := range res.Error.Diagnostics {
-				fmt.Fprintf(r.stderr, "%s:%d:%d: %s: %s\n", d.File, d.Line, d.Column, d.Severity, d.Message)
-			}
-		case res.Error.Name != "ExitStatus":
-			fmt.Fprintf(r.stderr, "%s: %s\n", res.Error.Name, res.Error.Message)
-		}
+		r.reportError(res.Error)
 	}
 	// The notice names the limit that stopped the cell and what became of
 	// the kernel's state; the status line is for results without one.
@@ -96,6 +87,21 @@ func (r *renderer) report(res kiln.CellResult) {
 		if a.Change != "deleted" {
 			fmt.Fprintf(r.stderr, "kiln: %s %s (%s); "+r.artifactHint+"\n", a.Change, a.Path, kiln.FormatBytes(a.Size), a.Path)
 		}
+	}
+}
+
+// reportError prints a cell's error: its traceback, the compiler's
+// diagnostics, or its name and message.
+func (r *renderer) reportError(e *kiln.CellError) {
+	switch {
+	case len(e.Traceback) > 0:
+		fmt.Fprintln(r.stderr, strings.Join(e.Traceback, "\n"))
+	case len(e.Diagnostics) > 0:
+		for _, d := range e.Diagnostics {
+			fmt.Fprintf(r.stderr, "%s:%d:%d: %s: %s\n", d.File, d.Line, d.Column, d.Severity, d.Message)
+		}
+	case e.Name != "ExitStatus":
+		fmt.Fprintf(r.stderr, "%s: %s\n", e.Name, e.Message)
 	}
 }
 

@@ -247,9 +247,16 @@ func readFiles(specs []string) ([]engine.File, error) {
 	return out, nil
 }
 
+// runProgram is kiln run: the run goes the way of the API's one-shot run
+// (engine.PrepareRun and RunPrepared, one cell in a sandbox of its own),
+// so its result is the CellResult that POST /v1/run answers for the same
+// program. Output streams as it comes; rich outputs are saved to files and
+// named on stdout; how the run ended is said on stderr, as for a program,
+// and the exit status is the program's (exitStatus).
 func runProgram(ctx context.Context, r engine.Run, backendName string, stats bool, stdout, stderr io.Writer) error {
 	// Bad input is reported before anything about the host.
-	if err := engine.Validate(r); err != nil {
+	p, err := engine.PrepareRun(r, engine.DefaultCellBounds())
+	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -257,34 +264,54 @@ func runProgram(ctx context.Context, r engine.Run, backendName string, stats boo
 	if err != nil {
 		return err
 	}
-	if l, _ := lang.Lookup(r.Language); !l.OneShot() || r.TestRun() {
-		return runCell(ctx, engine.New(b, log), r, stats, stdout, stderr)
+	out := &renderer{stdout: stdout, stderr: stderr}
+	res, err := engine.New(b, log).RunPrepared(ctx, p, engine.Events{
+		Stdout: func(p []byte) { stdout.Write(p) },
+		Stderr: func(p []byte) { stderr.Write(p) },
+		Output: out.show,
+	}, nil)
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "kiln: the run was cancelled")
+		return exitError{exitInterrupted}
 	}
-	x, err := engine.New(b, log).Run(ctx, r, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	for _, line := range engine.Describe(x, r.Limits) {
-		fmt.Fprintln(stderr, line)
-	}
+	reportRun(stderr, res, r.Limits)
 	if stats {
-		status := fmt.Sprintf("exit %d", x.Code)
-		if x.Signal != "" {
-			status = "killed by " + x.Signal
-		}
-		fmt.Fprintf(stderr, "kiln: %s; %s\n", status, usageLine(x.Usage))
+		l, _ := lang.Lookup(r.Language)
+		cellStats(stderr, res, l != nil && l.Kind == lang.Program)
 	}
-	switch {
-	case x.Canceled:
-		return exitError{exitInterrupted}
-	case x.Hit(kiln.HitTime):
-		return exitError{exitTimeout}
-	case x.Signal != "":
-		return exitError{128 + signalNum(x.Signal)}
-	case x.Code != 0:
-		return exitError{x.Code}
+	if code := exitStatus(res); code != 0 {
+		return exitError{code}
 	}
 	return nil
+}
+
+// reportRun says on stderr how a one-shot run ended, in a program's
+// words: its error (a traceback, the compiler's diagnostics) and the limit
+// that stopped it. A kernel that ended with the program (process.exit(), a
+// signal) is the program ending: its exit status says so, and there is no
+// kernel state to speak of.
+func reportRun(w io.Writer, res kiln.CellResult, lim kiln.Limits) {
+	hit := map[kiln.CellStatus]kiln.LimitHit{kiln.StatusTimeout: kiln.HitTime, kiln.StatusMemory: kiln.HitMemory, kiln.StatusOutput: kiln.HitOutput}
+	h, stopped := hit[res.Status]
+	// What a stopped program was doing (the KeyboardInterrupt the kernel
+	// stopped it with) is not its error.
+	// A shell's last status is the exit status, not an error to print.
+	if e := res.Error; e != nil && res.Status == kiln.StatusError && e.Name != "ExitStatus" && (e.Name != "KernelDied" || res.ExitCode == nil) {
+		(&renderer{stderr: w}).reportError(e)
+	}
+	switch {
+	case stopped:
+		for _, line := range engine.Describe(kiln.Exit{Limits: []kiln.LimitHit{h}}, lim) {
+			fmt.Fprintln(w, line)
+		}
+	case strings.HasPrefix(res.Notice, "process limit reached"):
+		fmt.Fprintln(w, "kiln: "+res.Notice)
+	case res.Status == kiln.StatusInterrupted:
+		fmt.Fprintln(w, "kiln: interrupted")
+	}
 }
 
 // usageLine says what an execution cost.
@@ -315,36 +342,14 @@ func cellStats(w io.Writer, res kiln.CellResult, program bool) {
 		}
 	}
 	status := fmt.Sprintf("exit %d", exitStatus(res))
-	if res.ExitCode == nil {
-		status = string(res.Status)
+	if res.ExitCode == nil && res.Status != kiln.StatusOK && res.Status != kiln.StatusError {
+		status = string(res.Status) // a limit or an interrupt, named by reportRun
 	}
 	prefix := ""
 	if program {
 		prefix = "run: "
 	}
 	fmt.Fprintf(w, "kiln: %s%s; %s\n", prefix, status, usageLine(res.Usage))
-}
-
-// runCell runs a language that needs a kernel or a build as one cell.
-func runCell(ctx context.Context, e *engine.Engine, r engine.Run, stats bool, stdout, stderr io.Writer) error {
-	out := &renderer{stdout: stdout, stderr: stderr}
-	res, err := e.RunCell(ctx, r, engine.Events{
-		Stdout: func(p []byte) { stdout.Write(p) },
-		Stderr: func(p []byte) { stderr.Write(p) },
-		Output: out.show,
-	})
-	if err != nil {
-		return err
-	}
-	out.report(res)
-	if stats {
-		l, _ := lang.Lookup(r.Language)
-		cellStats(stderr, res, l != nil && l.Kind == lang.Program)
-	}
-	if code := exitStatus(res); code != 0 {
-		return exitError{code}
-	}
-	return nil
 }
 
 func readFileLimited(name string, max int64) ([]byte, error) {

@@ -74,7 +74,7 @@ func (a *Agent) runCell(id uint64, req protocol.Cell, in *stdinQueue) {
 	usage0 := a.usage()
 	start := time.Now()
 
-	exe := kernelproto.Execute{Type: kernelproto.TExecute, Cell: cellID, Code: req.Code, Stdin: req.Stdin, HasStdin: req.HasStdin, Warmup: req.Warmup}
+	exe := kernelproto.Execute{Type: kernelproto.TExecute, Cell: cellID, Code: req.Code, Stdin: req.Stdin, HasStdin: req.HasStdin, Argv: req.Argv, Warmup: req.Warmup}
 	if in != nil {
 		exe.Stdin, exe.HasStdin, exe.StdinOpen = "", false, true
 	}
@@ -109,6 +109,7 @@ func (a *Agent) runCell(id uint64, req protocol.Cell, in *stdinQueue) {
 	done.CPUNs = (usage1.CPUTime - usage0.CPUTime).Nanoseconds()
 	done.PeakMemory = usage1.PeakMemoryBytes
 	done.OutputBytes = min(c.output.Load(), c.limit)
+	done.PidsLimited = usage1.PidsLimitHits > usage0.PidsLimitHits
 	if usage1.OOMKills > usage0.OOMKills && done.KernelLost {
 		done.Status = protocol.CellMemory
 		done.Reason = "the " + k.lang + " kernel was killed and is restarted with the next cell: its state (variables, imports, definitions) is lost"
@@ -123,7 +124,8 @@ func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 		select {
 		case line, ok := <-k.lines:
 			if !ok {
-				return protocol.CellDone{Status: protocol.CellError, KernelLost: true, Reason: describeExit(k.lang, k.waitStatus())}
+				st := k.waitStatus()
+				return protocol.CellDone{Status: protocol.CellError, KernelLost: true, Reason: describeExit(k.lang, st), ExitCode: exitCode(st)}
 			}
 			var env kernelproto.Envelope
 			if json.Unmarshal(line, &env) != nil {

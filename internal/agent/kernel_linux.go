@@ -145,6 +145,17 @@ func describeExit(lang string, st exitStatus) string {
 	return fmt.Sprintf("the %s kernel exited with status %d; its state is lost and the next cell starts a new one", lang, st.ws.ExitStatus())
 }
 
+// exitCode is how a kernel that a cell ended (process.exit(), os._exit(),
+// a signal) ended, as a shell reports a process: its status, or 128+N for
+// signal N.
+func exitCode(st exitStatus) *int {
+	code := st.ws.ExitStatus()
+	if st.ws.Signaled() {
+		code = 128 + int(st.ws.Signal())
+	}
+	return &code
+}
+
 // takeKernel returns the running kernel of spec's language, marked busy,
 // starting one if needed. started says whether it was started now.
 func (a *Agent) takeKernel(spec protocol.Kernel) (k *kernel, started bool, err error) {

@@ -21,6 +21,9 @@ func DefaultCellBounds() kiln.CellBounds {
 type CheckedCell struct {
 	req  kiln.CellRequest
 	lang *lang.Language
+	// script: a one-shot run's cell (PrepareRun), which a kernel runs as a
+	// script: with its arguments as argv, ending with sys.exit's status.
+	script bool
 }
 
 // Request is the checked cell, its language named by its canonical name.
@@ -75,7 +78,7 @@ func (s *Session) RunChecked(ctx context.Context, c CheckedCell, ev Events) (kil
 	s.run.Lock()
 	defer s.run.Unlock()
 	if c.lang.Kind == lang.REPL && !programs.IsScriptTest(c.lang.Name, cmp.Or(c.req.Entry, c.req.Name), c.req.Test) {
-		return s.runREPL(ctx, c.lang, c.req, ev)
+		return s.runREPL(ctx, c.lang, c.req, ev, c.script)
 	}
 	return s.runProgram(ctx, c.lang, c.req, ev)
 }

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -42,14 +44,23 @@ func PrepareRun(r Run, b kiln.CellBounds) (PreparedRun, error) {
 	if err := validateFiles(l, r.Files); err != nil {
 		return PreparedRun{}, err
 	}
-	if l.Kind == lang.REPL && len(r.Args) > 0 {
-		return PreparedRun{}, kiln.Errorf(kiln.Invalid, "%s code runs in a kernel and takes no arguments", l.Name)
+	if l.Kind == lang.REPL && !l.OneShot() && len(r.Args) > 0 {
+		return PreparedRun{}, kiln.Errorf(kiln.Invalid, "%s code runs in a kernel and takes no arguments; %s and the program languages do", l.Name, strings.Join(oneShotNames(), ", "))
 	}
-	stdin := string(r.Stdin)
-	cell, err := CheckCell(Cell{Language: l.Name, Code: r.Code, Args: r.Args, Stdin: &stdin, BuildOptions: r.BuildOptions, Test: r.Test}, b)
+	c := Cell{Language: l.Name, Code: r.Code, Args: r.Args, BuildOptions: r.BuildOptions, Test: r.Test}
+	if utf8.Valid(r.Stdin) || l.Kind == lang.Program {
+		stdin := string(r.Stdin)
+		c.Stdin = &stdin
+	} else {
+		// Bytes that are not text reach a kernel's code as they are, in
+		// chunks, not in a JSON string.
+		c.StdinStream = bytes.NewReader(r.Stdin)
+	}
+	cell, err := CheckCell(c, b)
 	if err != nil {
 		return PreparedRun{}, err
 	}
+	cell.script = true
 	if (l.Kind == lang.Program || programs.IsScriptTest(l.Name, r.Name, r.Test)) && r.Name != "" {
 		// The program keeps its name, on disk beside its files, as on the
 		// host: it is the workspace's entry.

@@ -117,7 +117,7 @@ func (s *Session) Run(ctx context.Context, c Cell, ev Events) (kiln.CellResult, 
 	return s.RunChecked(ctx, checked, ev)
 }
 
-func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Events) (kiln.CellResult, error) {
+func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Events, script bool) (kiln.CellResult, error) {
 	spec, ok := l.KernelSpec()
 	if !ok || len(spec.Argv) == 0 {
 		return kiln.CellResult{}, kiln.Errorf(kiln.Unsupported, "the %s kernel is not available yet", l.Name)
@@ -135,6 +135,10 @@ func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Even
 	}
 	if c.Stdin != nil && c.StdinStream == nil {
 		req.Stdin, req.HasStdin = *c.Stdin, true
+	}
+	if script {
+		// The code sees its name and arguments as a script would.
+		req.Argv = append([]string{ProgramName(l)}, c.Args...)
 	}
 	res := kiln.CellResult{Language: l.Name, Outputs: []kiln.Output{}, Artifacts: []kiln.Artifact{}}
 	var stdout, stderr strings.Builder
@@ -197,6 +201,9 @@ func (s *Session) runREPL(ctx context.Context, l *lang.Language, c Cell, ev Even
 	res.Status = kiln.CellStatus(done.Status)
 	res.ExitCode = done.ExitCode
 	res.Notice = replNotice(res.Status, s.lim, timeout, done)
+	if done.PidsLimited && res.Notice == "" {
+		res.Notice = fmt.Sprintf("process limit reached: the program tried to run more than %d processes or threads at once", s.lim.Pids)
+	}
 	res.Usage = kiln.Usage{Wall: time.Duration(done.WallNs), CPU: time.Duration(done.CPUNs), PeakMemory: done.PeakMemory, OutputBytes: done.OutputBytes}
 	for _, a := range done.Artifacts {
 		res.Artifacts = append(res.Artifacts, kiln.Artifact{Path: a.Path, Size: a.Size, Change: a.Change})

@@ -132,6 +132,13 @@ type Execute struct {
 	// StdinOpen says the cell's stdin arrives while it runs: reads send
 	// StdinRequest (see the package doc). Stdin and HasStdin are unused then.
 	StdinOpen bool `json:"stdin_open,omitempty"`
+	// Argv, when not empty, is the command line the cell's code sees, as a
+	// script run with arguments does: the program's name, then its
+	// arguments (Python's sys.argv, process.argv after node's path, bash's
+	// $@ after $0). It marks a one-shot run's cell, which runs as a script:
+	// Python's sys.exit() gives the cell's exit_code instead of an error.
+	// A kernel keeps it for later cells.
+	Argv []string `json:"argv,omitempty"`
 	// Warmup marks a cell that only starts the kernel (the warm pool's):
 	// it runs as any other but takes no number, so that the user's first
 	// cell is still "<cell 1>" in tracebacks.
@@ -196,7 +203,7 @@ type Error struct {
 
 // Done ends a cell. Status is StatusOK, StatusError or StatusInterrupted.
 // ExitCode is set by kernels whose cells have one (bash: the status of the
-// cell's last command).
+// cell's last command; Python: sys.exit()'s).
 type Done struct {
 	Type     string `json:"type"`
 	Cell     string `json:"cell"`

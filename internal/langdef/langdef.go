@@ -47,8 +47,9 @@ type Language struct {
 	Ext       string   // extension of a program file (main<Ext>), with the dot
 	OtherExts []string // other extensions of its source files (case-sensitive, as the compiler reads them)
 	Binary    string   // absolute path on the host; must lie in the sandbox's read-only root
-	// RunsOneShot: kiln run runs a file of it directly, Binary Args file
-	// (Argv), with no kernel and no build.
+	// RunsOneShot: a file of it runs as a script, with no build: its
+	// kernel runs a one-shot run's cell with the program's arguments, and
+	// engine.Run (kiln bench's bare path) runs Binary Args file (Argv).
 	RunsOneShot bool
 	Args        []string // argv before the program file, for a one-shot run
 	Env         []string // extra environment for its programs and its kernel

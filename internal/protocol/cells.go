@@ -62,6 +62,10 @@ type Cell struct {
 	Stdin     string `json:"stdin,omitempty"`
 	HasStdin  bool   `json:"has_stdin,omitempty"`
 	StdinOpen bool   `json:"stdin_open,omitempty"`
+	// Argv, when not empty, is the cell's command line as a script's
+	// (kernelproto.Execute.Argv): a one-shot run's program name and
+	// arguments.
+	Argv []string `json:"argv,omitempty"`
 	// Warmup marks a cell that only starts the kernel (the warm pool's):
 	// it takes no cell number (kernelproto.Execute.Warmup).
 	Warmup      bool  `json:"warmup,omitempty"`
@@ -110,6 +114,8 @@ type CellDone struct {
 	// the next cell starts a new one. Reason says why, in plain words.
 	KernelLost bool   `json:"kernel_lost,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// PidsLimited says the cell's processes ran into the pids limit.
+	PidsLimited bool `json:"pids_limited,omitempty"`
 	// Kernel carries the kernel's Ready message the first time a cell
 	// starts it.
 	Kernel json.RawMessage `json:"kernel,omitempty"`

@@ -47,6 +47,7 @@ import json
 import os
 import re
 import select
+import shlex
 import signal
 import socket
 import struct
@@ -462,6 +463,14 @@ def status_message(code):
 CMD_WORDS = {"then", "do", "else", "elif", "if", "while", "until", "time", "!", "{", "sudo", "exec", "command", "builtin", "xargs", "nohup", "env"}
 
 
+
+def bash_word(a):
+    """a as one bash word on one line ($'...' when it holds a line break)."""
+    if "\n" not in a and "\r" not in a:
+        return shlex.quote(a)
+    return "$'" + a.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r") + "'"
+
+
 class Kernel:
     def __init__(self, init):
         self.init = init
@@ -679,6 +688,11 @@ class Kernel:
                 self.error(cell, "OSError", "cannot keep the cell's stdin in a temporary file: %s" % e)
                 return self.done(cell, "error", 1)
         self.wants = 0  # a read of an earlier cell's is not this one's
+        argv = msg.get("argv")
+        if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv):
+            # A one-shot run's arguments are the cell's $@, set on the
+            # code's first line so that its line numbers stay.
+            code = "builtin set -- " + " ".join(bash_word(a) for a in argv[1:]) + "; " + code
         try:
             self.shell.send(CELL_LINE, code, stdin)
             resends = 0

@@ -246,6 +246,10 @@
     seePackages();
     const cell = typeof msg.cell === 'string' ? msg.cell : '';
     const file = msg.warmup ? '<warm-up>' : `<cell ${++count}>`;
+    // A one-shot run's script name and arguments, as node would give them.
+    if (Array.isArray(msg.argv) && msg.argv.length > 0 && msg.argv.every((a) => typeof a === 'string')) {
+      process.argv = [process.argv[0], ...msg.argv];
+    }
     const cur = (current = { id: cell, file, interrupt: null, finished: false });
     cellInput = msg.stdin_open ? openSource(cur) : msg.has_stdin ? fixedSource(String(msg.stdin ?? '')) : null;
     cellStdin = null;

@@ -846,6 +846,20 @@ def _see_packages():
     importlib.invalidate_caches()
 
 
+def _exit_code(e):
+    """The status of SystemExit e, as Python gives it for a script."""
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code & 0xFF
+    try:
+        sys.stderr.write(str(code) + "\n")
+    except Exception:
+        pass
+    return 1
+
+
 def _execute(msg):
     global _armed, _pending, _cell, _open, _count, _shown, _stdin_cell, _cell_in
     _see_packages()
@@ -875,6 +889,11 @@ def _execute(msg):
         sys.stdin = _cell_in = _stdin(stdin if isinstance(stdin, str) else "")
     else:
         sys.stdin = _NoStdin()
+    argv = msg.get("argv")
+    script = isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)
+    if script:
+        sys.argv = list(argv)  # a one-shot run's script and its arguments
+    exit_code = None
     try:
         _armed = True
         try:
@@ -894,9 +913,17 @@ def _execute(msg):
                 if r is not None:
                     _result(r)
             except BaseException as e:
-                status = "interrupted" if isinstance(e, KeyboardInterrupt) else "error"
-                if os.getpid() == _PID:
-                    _error(cell, e, fn)
+                if script and isinstance(e, SystemExit):
+                    # In a one-shot run sys.exit() ends the code as it ends
+                    # a script: its status, and its message (when not a
+                    # number) on stderr, without a traceback. In a session
+                    # it is an error like any other.
+                    exit_code = _exit_code(e)
+                    status = "ok" if exit_code == 0 else "error"
+                else:
+                    status = "interrupted" if isinstance(e, KeyboardInterrupt) else "error"
+                    if os.getpid() == _PID:
+                        _error(cell, e, fn)
         _flush_figures()
     except KeyboardInterrupt:
         status = "interrupted"
@@ -919,7 +946,10 @@ def _execute(msg):
         if _signal.getsignal(_signal.SIGINT) is not _on_sigint:
             _signal.signal(_signal.SIGINT, _on_sigint)
         _flush_std()
-        _send({"type": "done", "cell": cell, "status": status})
+        done = {"type": "done", "cell": cell, "status": status}
+        if exit_code is not None:
+            done["exit_code"] = exit_code
+        _send(done)
         _open = None
 
 
