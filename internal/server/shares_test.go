@@ -138,6 +138,25 @@ func TestShareRights(t *testing.T) {
 			_, err := c.ExecStream(ctx, s.session, client.ExecRequest{Code: "print(3)"}, func(client.Event) {})
 			return err
 		}},
+		{"exec websocket", collab, func(c *client.Client, _ string) error {
+			st, err := c.ExecWS(ctx, s.session, client.ExecRequest{Code: "print(4)"})
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			for {
+				ev, err := st.Recv(ctx)
+				if err != nil {
+					return err
+				}
+				if ev.Type == client.EventDone {
+					return nil
+				}
+				if ev.Type == client.EventError {
+					return ev.Error
+				}
+			}
+		}},
 		{"upload", collab, func(c *client.Client, tag string) error {
 			_, err := c.Upload(ctx, s.session, "up-"+tag+".txt", strings.NewReader("y"), true)
 			return err

@@ -41,11 +41,12 @@ func (s *Service) workspace(ctx context.Context, l *live) (_ *agentclient.Client
 	return sess.Agent(), release, nil
 }
 
-// Hold keeps u's session (or one shared with u) from being idle until
-// release is called, for a stream that is open without a cell running.
-// What the stream then does is checked action by action.
+// Hold keeps u's session (or one shared with u as a collaborator) from
+// being idle until release is called, for a stream that runs cells and is
+// open without a cell running. A viewer runs nothing, so it may not hold
+// the owner's session open either. Each cell is checked again.
 func (s *Service) Hold(ctx context.Context, u kiln.User, sessionID string) (release func(), _ error) {
-	a, err := s.liveAs(ctx, u, sessionID, kiln.RoleViewer)
+	a, err := s.liveAs(ctx, u, sessionID, kiln.RoleCollaborator)
 	if err != nil {
 		return nil, err
 	}
