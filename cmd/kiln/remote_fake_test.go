@@ -48,6 +48,7 @@ func newFakeKiln(t *testing.T) *fakeKiln {
 		"DELETE /v1/sessions/{id}":                 f.noContent,
 		"POST /v1/sessions/{id}/interrupt":         f.noContent,
 		"POST /v1/sessions/{id}/restart":           f.noContent,
+		"PUT /v1/sessions/{id}/network":            f.setNetwork,
 		"POST /v1/sessions/{id}/executions":        f.execute,
 		"GET /v1/sessions/{id}/executions":         f.history,
 		"GET /v1/sessions/{id}/files":              f.getFile,

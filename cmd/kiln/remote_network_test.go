@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -40,5 +41,33 @@ func TestSessionCreateNetwork(t *testing.T) {
 	r := f.run(t, "", "session", "create", "--network", "none", "--allow", "example.com")
 	if r.code == 0 || !strings.Contains(r.stderr, "--allow goes with --network allowlist") || len(f.sent()) != 0 {
 		t.Errorf("--network none --allow: exit %d, %q, sent %q; want a refusal and no request", r.code, r.stderr, f.sent())
+	}
+}
+
+// setNetwork answers PUT /v1/sessions/{id}/network with the session and
+// the policy sent.
+func (f *fakeKiln) setNetwork(w http.ResponseWriter, r *http.Request, body []byte) {
+	s := fakeSessions[0]
+	if err := json.Unmarshal(body, &s.Network); err != nil {
+		answer(w, 400, client.Problem{Status: 400, Code: "invalid", Detail: err.Error()})
+		return
+	}
+	answer(w, 200, s)
+}
+
+// TestSessionNetworkCommand: kiln session network sends the policy and
+// prints what the server set.
+func TestSessionNetworkCommand(t *testing.T) {
+	f := newFakeKiln(t)
+	r := f.run(t, "", "session", "network", "--allow", "example.com", "--allow", "*.example.org", "s1")
+	if r.code != 0 || r.stdout != "allowlist: example.com, *.example.org\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if got, want := string(f.body("PUT /v1/sessions/s1/network")), `{"mode":"allowlist","allow":["example.com","*.example.org"]}`; got != want {
+		t.Errorf("sent %s; want %s", got, want)
+	}
+	f = newFakeKiln(t)
+	if r := f.run(t, "", "session", "network", "s1"); r.code != 0 || r.stdout != "none\n" || string(f.body("PUT /v1/sessions/s1/network")) != `{"mode":"none"}` {
+		t.Errorf("no flags: exit %d, %q, sent %s; want none", r.code, r.stdout, f.body("PUT /v1/sessions/s1/network"))
 	}
 }

@@ -20,6 +20,7 @@ const sessionUsage = `Usage:
   kiln session rm ID...                  end sessions (their files are gone)
   kiln session interrupt ID              stop the session's running cell
   kiln session restart [--lang L] ID     restart kernels (state cleared, files kept)
+  kiln session network [--allow HOST]... ID   set the network policy (none without --allow)
   kiln session install ID PACKAGE...     install pip (or --manager npm) packages into it
 
 Run "kiln session COMMAND -h" for a command's flags, and how the server
@@ -37,6 +38,7 @@ func sessionCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return sessionSimple(ctx, "interrupt", args, stderr, (*client.Client).Interrupt)
 		},
 		"restart": func(ctx context.Context, args []string) error { return sessionRestart(ctx, args, stderr) },
+		"network": func(ctx context.Context, args []string) error { return sessionNetwork(ctx, args, stdout, stderr) },
 		"install": func(ctx context.Context, args []string) error { return sessionInstall(ctx, args, stdout, stderr) },
 	})
 }
@@ -71,13 +73,9 @@ func sessionCreate(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return kiln.Errorf(kiln.Invalid, "--ttl %s is negative; give a duration such as 30m", ttl)
 	}
 	req := client.SessionRequest{Languages: langs, Limits: lim, IdleTTLSeconds: int64(math.Ceil(ttl.Seconds()))}
-	if netw == "none" && len(allow) > 0 {
-		return kiln.Errorf(kiln.Invalid, "--allow goes with --network allowlist, not --network none")
-	}
 	if netw != "" || len(allow) > 0 {
-		req.Network = &client.NetworkPolicy{Mode: "allowlist", Allow: allow}
-		if netw == "none" {
-			req.Network = &client.NetworkPolicy{Mode: "none"}
+		if req.Network, err = networkPolicy(netw, allow); err != nil {
+			return err
 		}
 	}
 	if len(meta) > 0 {
@@ -268,6 +266,48 @@ func sessionRestart(ctx context.Context, args []string, stderr io.Writer) error 
 		return err
 	}
 	return rc.fail(rc.Restart(ctx, pos[0], language))
+}
+
+// sessionNetwork is kiln session network: PUT /v1/sessions/{id}/network.
+func sessionNetwork(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var (
+		rf    remoteFlags
+		netw  string
+		allow listFlag
+	)
+	fs := newFlagSet("kiln session network", "kiln session network [--network none|allowlist] [--allow HOST]... ID", stderr, &rf)
+	fs.Var(choiceFlag{&netw, []string{"none", "allowlist"}}, "network", "the network `policy`: none (the default without --allow) or allowlist")
+	fs.Var(&allow, "allow", "a host the session may reach: example.com, *.example.com, api.example.com:8443 (repeatable; implies --network allowlist)")
+	pos, done, err := positional(fs, args, 1, 1)
+	if done {
+		return err
+	}
+	p, err := networkPolicy(netw, allow)
+	if err != nil {
+		return err
+	}
+	rc, err := rf.connect(stderr)
+	if err != nil {
+		return err
+	}
+	s, err := rc.SetNetwork(ctx, pos[0], *p)
+	if err != nil {
+		return rc.fail(err)
+	}
+	fmt.Fprintln(stdout, describeNetwork(s.Network))
+	return nil
+}
+
+// networkPolicy is the policy of --network and --allow: an allowlist
+// when hosts are given, else the mode named (none by default).
+func networkPolicy(mode string, allow []string) (*client.NetworkPolicy, error) {
+	if mode == "none" && len(allow) > 0 {
+		return nil, kiln.Errorf(kiln.Invalid, "--allow goes with --network allowlist, not --network none")
+	}
+	if len(allow) > 0 || mode == "allowlist" {
+		return &client.NetworkPolicy{Mode: "allowlist", Allow: allow}, nil
+	}
+	return &client.NetworkPolicy{Mode: "none"}, nil
 }
 
 // describeNetwork is a session's network policy in one line.
