@@ -503,3 +503,29 @@ func TestInstallNPMThroughProxy(t *testing.T) {
 	}
 	t.Logf("npm install is-number through the proxy: first %v, second (shared cache) %v", walls[0], walls[1])
 }
+
+// TestParseNPMLock: the requested packages and their dependencies, each
+// resolved as require would (nested first, then hoisted), scoped names
+// too; a package that is not there is an error.
+func TestParseNPMLock(t *testing.T) {
+	lock := `{"lockfileVersion": 3, "packages": {
+		"": {"dependencies": {"a": "^1"}},
+		"node_modules/a": {"version": "1.0.0", "dependencies": {"b": "^2", "@s/c": "*"}},
+		"node_modules/a/node_modules/b": {"version": "2.0.0", "dependencies": {"d": "1"}},
+		"node_modules/b": {"version": "3.0.0"},
+		"node_modules/@s/c": {"version": "0.1.0", "optionalDependencies": {"b": "3"}},
+		"node_modules/d": {"version": "1.2.3"},
+		"node_modules/other": {"version": "9.9.9"}}}`
+	got, err := parseNPMLock([]byte(lock), []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Package{{Name: "a", Version: "1.0.0", Requested: true}, {Name: "@s/c", Version: "0.1.0"}, {Name: "b", Version: "3.0.0", Requested: true},
+		{Name: "b", Version: "2.0.0"}, {Name: "d", Version: "1.2.3"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if _, err := parseNPMLock([]byte(lock), []string{"missing"}); kiln.KindOf(err) != kiln.Invalid {
+		t.Errorf("a package not in node_modules: %v", err)
+	}
+}
