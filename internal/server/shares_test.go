@@ -435,3 +435,58 @@ func readEvent(r *bufio.Reader) (client.Event, error) {
 		}
 	}
 }
+
+// TestShareRevokedWhileQueued: a collaborator's cell that waits behind
+// the owner's running cell does not run once the share is revoked in the
+// meantime: it ends with 404 and is not in the history.
+func TestShareRevokedWhileQueued(t *testing.T) {
+	s := newShared(t, options{})
+	ctx := ctxT(t)
+	owner := make(chan error, 1)
+	go func() {
+		_, err := s.owner.Exec(ctx, s.session, client.ExecRequest{Code: "import time\ntime.sleep(3)"})
+		owner <- err
+	}()
+	for {
+		h, err := s.owner.History(ctx, s.session, 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Executions) == 1 && h.Executions[0].Status == "running" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	queued := make(chan struct{})
+	collab := make(chan error, 1)
+	go func() {
+		var once bool
+		_, err := s.collab.ExecStream(ctx, s.session, client.ExecRequest{Code: "print('should not run')"}, func(ev client.Event) {
+			if ev.Type == client.EventQueued && !once {
+				once = true
+				close(queued)
+			}
+		})
+		collab <- err
+	}()
+	select {
+	case <-queued:
+	case err := <-collab:
+		t.Fatalf("the collaborator's cell ended before it was queued: %v", err)
+	}
+	if err := s.owner.RevokeShare(ctx, s.session, s.collabID); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-owner; err != nil {
+		t.Fatal(err)
+	}
+	err := <-collab
+	if err == nil {
+		t.Fatal("the queued cell ran after the share was revoked")
+	}
+	wantProblem(t, "the queued cell after the revoke", err, http.StatusNotFound, "not_found")
+	h, err := s.owner.History(ctx, s.session, 0, "")
+	if err != nil || len(h.Executions) != 1 {
+		t.Errorf("history after the revoke: %+v, %v; want only the owner's cell", h, err)
+	}
+}

@@ -76,6 +76,12 @@ func (s *Service) Exec(ctx context.Context, u kiln.User, sessionID string, cell 
 		return kiln.Execution{}, err
 	}
 	wait := time.Since(queued)
+	if a.role != kiln.RoleOwner {
+		// The share may have been revoked while the cell waited.
+		if _, err := s.liveAs(ctx, u, sessionID, kiln.RoleCollaborator); err != nil {
+			return kiln.Execution{}, err
+		}
+	}
 	sess, err := l.sandbox(ctx, s.engine)
 	if err != nil {
 		s.metrics.SandboxFailure("create")
