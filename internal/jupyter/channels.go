@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,8 +19,16 @@ import (
 // one; the service bounds the code again).
 const maxMessage = 16 << 20
 
-// maxQueued bounds the shell requests of one kernel waiting their turn.
-const maxQueued = 256
+// maxQueued and maxQueuedBytes bound the shell requests of one kernel
+// waiting their turn (a notebook's "run all" sends every cell at once).
+const (
+	maxQueued      = 1024
+	maxQueuedBytes = 64 << 20
+)
+
+// maxControl bounds the control requests of one socket waiting their
+// turn; they are handled one at a time.
+const maxControl = 8
 
 // header is a Jupyter message header.
 type header struct {
@@ -35,6 +44,7 @@ type header struct {
 // echoed as the parent_header of every message it causes.
 type inMsg struct {
 	conn    *conn
+	size    int             // bytes on the wire, for the queue's bound
 	Channel string          `json:"channel"`
 	Header  json.RawMessage `json:"header"`
 	Content json.RawMessage `json:"content"`
@@ -70,11 +80,13 @@ func (k *kernel) message(channel, msgType string, parent *inMsg, content any) ou
 
 // conn is one open channels WebSocket of a kernel.
 type conn struct {
-	k    *kernel
-	ws   *websocket.Conn
-	wmu  sync.Mutex
-	done chan struct{}
-	once sync.Once
+	k       *kernel
+	ws      *websocket.Conn
+	wmu     sync.Mutex
+	done    chan struct{}
+	once    sync.Once
+	allow   func() error // the caller's rate limit
+	control chan inMsg   // control requests, handled in order
 }
 
 func (g *Gateway) channels(w http.ResponseWriter, r *http.Request, u kiln.User) error {
@@ -94,9 +106,10 @@ func (g *Gateway) channels(w http.ResponseWriter, r *http.Request, u kiln.User) 
 		return nil // Accept has answered
 	}
 	ws.SetReadLimit(maxMessage)
-	c := &conn{k: k, ws: ws, done: make(chan struct{})}
+	c := &conn{k: k, ws: ws, done: make(chan struct{}), allow: allowOf(r.Context()), control: make(chan inMsg, maxControl)}
 	k.attach(c)
 	defer k.detach(c)
+	go c.serveControl()
 	err = c.serve(r.Context())
 	switch {
 	case err == nil, errors.Is(err, context.Canceled), websocket.CloseStatus(err) == websocket.StatusNormalClosure,
@@ -153,7 +166,7 @@ func (c *conn) serve(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		m.conn = c
+		m.conn, m.size = c, len(data)
 		c.k.dispatch(m)
 	}
 }
@@ -243,17 +256,22 @@ func (k *kernel) reply(req *inMsg, msgType string, content any) {
 func (k *kernel) dispatch(m inMsg) {
 	switch m.Channel {
 	case "control":
-		go k.control(&m)
+		select {
+		case m.conn.control <- m:
+		default:
+			m.conn.replyError(&m, "QueueFull", "this socket has "+itoa(maxControl)+" control requests waiting; wait for their replies")
+		}
 	case "stdin":
 		k.stdinReply(&m)
 	case "shell":
 		k.mu.Lock()
-		if len(k.queue) >= maxQueued {
+		if len(k.queue) >= maxQueued || k.queuedBytes+m.size > maxQueuedBytes {
 			k.mu.Unlock()
-			k.reply(&m, replyType(m.hdr.MsgType), errorContent("QueueFull", "this kernel has "+itoa(maxQueued)+" requests waiting; wait for their replies"))
+			m.conn.replyError(&m, "QueueFull", "this kernel has "+itoa(maxQueued)+" requests or "+kiln.FormatBytes(maxQueuedBytes)+" waiting; wait for their replies")
 			return
 		}
 		k.queue = append(k.queue, m)
+		k.queuedBytes += m.size
 		if !k.running {
 			k.running = true
 			go k.drain()
@@ -275,6 +293,7 @@ func (k *kernel) drain() {
 		}
 		m := k.queue[0]
 		k.queue = k.queue[1:]
+		k.queuedBytes -= m.size
 		k.busy = true
 		k.mu.Unlock()
 		k.broadcastStatus("busy", &m)
@@ -295,6 +314,7 @@ func (k *kernel) abortQueued() {
 	for _, m := range k.queue {
 		if m.hdr.MsgType == "execute_request" {
 			aborted = append(aborted, m)
+			k.queuedBytes -= m.size
 		} else {
 			keep = append(keep, m)
 		}
@@ -323,4 +343,32 @@ func errorContent(ename, evalue string) map[string]any {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// serveControl handles the socket's control requests one at a time,
+// until the socket closes. Interrupt and shutdown act on the session, so
+// each counts against the caller's rate limit, as the REST routes do.
+func (c *conn) serveControl() {
+	for {
+		select {
+		case <-c.done:
+			return
+		case m := <-c.control:
+			if t := m.hdr.MsgType; t == "interrupt_request" || t == "shutdown_request" {
+				if err := c.allow(); err != nil {
+					c.replyError(&m, "RateLimited", kiln.Message(err))
+					continue
+				}
+			}
+			c.k.control(&m)
+		}
+	}
+}
+
+// replyError answers a request that was refused before it ran; a message
+// that is no request gets no answer, as a kernel gives none.
+func (c *conn) replyError(m *inMsg, ename, evalue string) {
+	if strings.HasSuffix(m.hdr.MsgType, "_request") {
+		c.k.reply(m, replyType(m.hdr.MsgType), errorContent(ename, evalue))
+	}
 }

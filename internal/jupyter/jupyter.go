@@ -38,7 +38,7 @@ type Config struct {
 	// Authenticate finds the caller of a request from its key, sent as
 	// Jupyter clients send it ("Authorization: token KEY", or ?token= on
 	// a WebSocket), with the server's rate limits and failure limits.
-	Authenticate func(r *http.Request) (kiln.User, error)
+	Authenticate func(r *http.Request) (Caller, error)
 	// Status is the HTTP status of an error (the server's one table).
 	Status func(error) int
 	Log    *slog.Logger
@@ -85,7 +85,25 @@ func Owns(path string) bool {
 	return false
 }
 
+// Caller is an authenticated request's user, and Allow, which charges
+// one more request to the rate limits of the user and the key (for
+// messages on a socket, which the handshake alone does not count).
+type Caller struct {
+	User  kiln.User
+	Allow func() error
+}
+
 type handler func(w http.ResponseWriter, r *http.Request, u kiln.User) error
+
+type ctxKey struct{}
+
+// allowOf is the rate limit of the request's caller.
+func allowOf(ctx context.Context) func() error {
+	if f, ok := ctx.Value(ctxKey{}).(func() error); ok && f != nil {
+		return f
+	}
+	return func() error { return nil }
+}
 
 func (g *Gateway) register() {
 	g.public("GET /api", g.apiVersion)
@@ -115,9 +133,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.Serv
 
 func (g *Gateway) handle(pattern string, h handler) {
 	g.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		u, err := g.cfg.Authenticate(r)
+		c, err := g.cfg.Authenticate(r)
 		if err == nil {
-			err = h(w, r, u)
+			err = h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c.Allow)), c.User)
 		}
 		if err != nil {
 			g.fail(w, r, err)

@@ -24,21 +24,27 @@ type kernel struct {
 	ctx    context.Context // lives as long as the kernel; cancels its cells
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	conns   map[*conn]struct{}
-	count   int       // execution_count of the last counted execute_request
-	queue   []inMsg   // shell requests, handled in order
-	running bool      // a goroutine drains the queue
-	busy    bool      // a shell request is being handled
-	input   *stdinFor // the running execute's stdin, when it allows input
+	mu          sync.Mutex
+	conns       map[*conn]struct{}
+	count       int     // execution_count of the last counted execute_request
+	queue       []inMsg // shell requests, handled in order
+	queuedBytes int
+	running     bool      // a goroutine drains the queue
+	busy        bool      // a shell request is being handled
+	input       *stdinFor // the running execute's stdin, when it allows input
 }
 
-// stdinFor is where a running execute_request takes input_reply values.
+// stdinFor is where a running execute_request takes input_reply values:
+// a writer goroutine feeds them to the cell's stdin in order, and a
+// reply that finds maxPendingInput waiting is dropped (a client that
+// floods replies gets no more goroutines or memory than that).
 type stdinFor struct {
-	conn  *conn
-	write func(string)
-	close func()
+	conn    *conn
+	pending chan string
+	close   func()
 }
+
+const maxPendingInput = 16
 
 // kernel finds u's kernel by its Jupyter id. Another user's session, an
 // ended one or one that is not a kernel are all "no kernel".

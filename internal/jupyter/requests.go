@@ -208,7 +208,20 @@ func (k *kernel) execute(m *inMsg) (stopQueue bool) {
 	if ec.AllowStdin {
 		pr, pw := io.Pipe()
 		cell.StdinStream = pr
-		in := &stdinFor{conn: m.conn, write: func(s string) { pw.Write([]byte(s)) }, close: func() { pw.Close() }}
+		in := &stdinFor{conn: m.conn, pending: make(chan string, maxPendingInput), close: func() { pw.Close() }}
+		stop := make(chan struct{})
+		go func() { // blocks on the pipe until the cell reads; ends with the cell
+			for {
+				select {
+				case v := <-in.pending:
+					if _, err := pw.Write([]byte(v)); err != nil {
+						return
+					}
+				case <-stop:
+					return
+				}
+			}
+		}()
 		k.mu.Lock()
 		k.input = in
 		k.mu.Unlock()
@@ -218,6 +231,7 @@ func (k *kernel) execute(m *inMsg) (stopQueue bool) {
 				k.input = nil
 			}
 			k.mu.Unlock()
+			close(stop)
 			pr.Close()
 		}()
 	}
@@ -326,6 +340,9 @@ func (k *kernel) stdinReply(m *inMsg) {
 	if in == nil {
 		return // the cell has ended; as a kernel, drop a late reply
 	}
-	// The pipe blocks until the cell reads: never block the socket.
-	go in.write(c.Value + "\n")
+	select {
+	case in.pending <- c.Value + "\n":
+	default:
+		k.g.cfg.Log.Warn("jupyter: an input_reply was dropped: too many wait for the cell to read them", "kernel", k.id)
+	}
 }

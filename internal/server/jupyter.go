@@ -22,7 +22,7 @@ func (s *Server) jupyterGateway() *jupyter.Gateway {
 // "Authorization: token KEY" (or Bearer), or, on a WebSocket from a
 // browser, as ?token=KEY. The same failure limits, scopes and rate limits
 // as every other route apply.
-func (s *Server) jupyterAuth(r *http.Request) (kiln.User, error) {
+func (s *Server) jupyterAuth(r *http.Request) (jupyter.Caller, error) {
 	auth := r.Header.Get("Authorization")
 	key := ""
 	if scheme, k, ok := strings.Cut(auth, " "); ok && (strings.EqualFold(scheme, "token") || strings.EqualFold(scheme, "Bearer")) {
@@ -31,26 +31,26 @@ func (s *Server) jupyterAuth(r *http.Request) (kiln.User, error) {
 		key = r.URL.Query().Get("token")
 	}
 	if key == "" {
-		return kiln.User{}, kiln.Errorf(kiln.Unauthenticated, "send a kiln API key as Jupyter does: \"Authorization: token KEY\" (or ?token=KEY on a WebSocket)")
+		return jupyter.Caller{}, kiln.Errorf(kiln.Unauthenticated, "send a kiln API key as Jupyter does: \"Authorization: token KEY\" (or ?token=KEY on a WebSocket)")
 	}
 	addr := clientAddr(r)
 	if err := s.fails.check(addr); err != nil {
 		s.svc.Metrics().Rejected("auth_failures")
-		return kiln.User{}, err
+		return jupyter.Caller{}, err
 	}
 	u, k, err := s.svc.Authenticate(r.Context(), key)
 	if err != nil {
 		if kiln.KindOf(err) == kiln.Unauthenticated {
 			s.fails.failed(addr)
 		}
-		return kiln.User{}, err
+		return jupyter.Caller{}, err
 	}
 	if err := checkScope(r, k); err != nil {
-		return kiln.User{}, err
+		return jupyter.Caller{}, err
 	}
 	if err := s.limits.allow(u.ID, k.ID); err != nil {
 		s.svc.Metrics().Rejected("rate_limit")
-		return kiln.User{}, err
+		return jupyter.Caller{}, err
 	}
-	return u, nil
+	return jupyter.Caller{User: u, Allow: func() error { return s.limits.allow(u.ID, k.ID) }}, nil
 }

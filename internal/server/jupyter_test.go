@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/server"
 )
 
 // jupyterDo is a request to the Jupyter routes with an Authorization
@@ -285,5 +286,32 @@ func TestJupyterSessions(t *testing.T) {
 	}
 	if code, _, b := jupyterDo(t, e, "GET", "/api/sessions", auth, ""); code != http.StatusOK || strings.TrimSpace(string(b)) != "[]" {
 		t.Errorf("after delete, the sessions on that kernel are gone too: %d %s", code, b)
+	}
+}
+
+// TestJupyterControlIsRateLimited: interrupt and shutdown requests on a
+// socket count against the caller's rate limit, as the REST routes do,
+// so a client cannot flood the session (and its audit log) through one
+// handshake; past the limit each is answered with a RateLimited error.
+func TestJupyterControlIsRateLimited(t *testing.T) {
+	e := newEnv(t, options{http: server.Config{RatePerSecond: 0.01, RateBurst: 6}})
+	code, k, b := jupyterDo(t, e, "POST", "/api/kernels", "token "+e.key, `{}`)
+	if code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, b)
+	}
+	ws, _, err := websocket.Dial(ctxT(t), "ws"+strings.TrimPrefix(e.url, "http")+"/api/kernels/"+fmt.Sprint(k["id"])+"/channels?token="+e.key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	c := &jws{t: t, ws: ws}
+	statuses := map[string]int{}
+	for i := 0; i < 10; i++ {
+		id := c.send("control", "interrupt_request", map[string]any{})
+		r, _ := c.until(id, "control", "interrupt_reply")
+		statuses[fmt.Sprint(r.Content["status"], r.Content["ename"])]++
+	}
+	if statuses["ok<nil>"] == 0 || statuses["errorRateLimited"] == 0 || statuses["ok<nil>"] > 6 {
+		t.Errorf("10 interrupts with a burst of 6 (2 spent on the start and the handshake): %v, want some ok, the rest RateLimited", statuses)
 	}
 }
