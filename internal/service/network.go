@@ -80,6 +80,7 @@ type netSession struct {
 	path  string // on the host
 	serve sync.WaitGroup
 	conns atomic.Int64 // proxy connections open now
+	last  atomic.Int64 // when bytes last moved on one, unix nanoseconds
 
 	mu      sync.Mutex
 	owner   string // the session's user, "" while pooled
@@ -101,7 +102,7 @@ func (p *netPlane) openNet(sessionID, owner string, pol kiln.NetworkPolicy) (*ne
 		return nil, kiln.Wrap(kiln.Internal, err, "cannot make the sandbox's egress socket")
 	}
 	n := &netSession{plane: p, path: filepath.Join(p.dir, name), owner: owner, session: sessionID}
-	n.ln = &countingListener{Listener: ln, n: &n.conns}
+	n.ln = &countingListener{Listener: ln, n: n}
 	n.ps = p.proxy.Open(sessionID, toEgress(pol), n.record)
 	p.mu.Lock()
 	p.open[n] = struct{}{}
@@ -217,18 +218,29 @@ func (n *netSession) beginCell(execID string) {
 	n.mu.Unlock()
 }
 
-// cellSettle is how long the end of a cell waits for the proxy to finish
-// the connections still open, whose records come when they end.
-const cellSettle = 250 * time.Millisecond
+// A cell's end waits for the proxy to finish the connections still busy,
+// whose records come when they end: at most cellSettle, and only while
+// bytes moved on an open connection within cellQuiet. A connection kept
+// open and idle (a kernel's keep-alive pool) costs nothing; its next
+// request is recorded with a later cell.
+const (
+	cellSettle = 250 * time.Millisecond
+	cellQuiet  = 50 * time.Millisecond
+)
 
-// endCell returns the records since the last cell ended. A connection
-// the cell left open is waited for a little; one that stays open (a
-// kept-alive connection of a kernel) is recorded with a later cell.
+// settling says whether a cell's end should wait on: connections are
+// open and one was busy within cellQuiet.
+func settling(conns int64, last, now time.Time) bool {
+	return conns > 0 && now.Sub(last) < cellQuiet
+}
+
+// endCell returns the records since the last cell ended.
 func (n *netSession) endCell() []kiln.EgressRecord {
 	if n == nil {
 		return nil
 	}
-	for deadline := time.Now().Add(cellSettle); n.conns.Load() > 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(cellSettle); time.Now().Before(deadline) &&
+		settling(n.conns.Load(), time.Unix(0, n.last.Load()), time.Now()); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	n.mu.Lock()
@@ -242,10 +254,11 @@ func (n *netSession) endCell() []kiln.EgressRecord {
 	return out
 }
 
-// countingListener counts the connections it accepted that are open.
+// countingListener counts the session's open connections and stamps
+// when bytes last moved on one.
 type countingListener struct {
 	net.Listener
-	n *atomic.Int64
+	n *netSession
 }
 
 func (l *countingListener) Accept() (net.Conn, error) {
@@ -253,18 +266,31 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.n.Add(1)
+	l.n.conns.Add(1)
+	l.n.last.Store(time.Now().UnixNano())
 	return &countedConn{Conn: c, n: l.n}, nil
 }
 
 type countedConn struct {
 	net.Conn
-	n    *atomic.Int64
+	n    *netSession
 	once sync.Once
 }
 
+func (c *countedConn) Read(p []byte) (int, error) {
+	k, err := c.Conn.Read(p)
+	c.n.last.Store(time.Now().UnixNano())
+	return k, err
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	k, err := c.Conn.Write(p)
+	c.n.last.Store(time.Now().UnixNano())
+	return k, err
+}
+
 func (c *countedConn) Close() error {
-	c.once.Do(func() { c.n.Add(-1) })
+	c.once.Do(func() { c.n.conns.Add(-1) })
 	return c.Conn.Close()
 }
 

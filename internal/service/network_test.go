@@ -414,3 +414,22 @@ func TestRunNetworkNone(t *testing.T) {
 		}
 	}
 }
+
+// TestSettling: a cell's end waits only for connections that moved
+// bytes lately, not for one a kernel keeps open and idle.
+func TestSettling(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		conns int64
+		last  time.Time
+		want  bool
+	}{
+		{0, now, false},                       // nothing open
+		{1, now.Add(-time.Millisecond), true}, // a request just answered
+		{2, now.Add(-time.Minute), false},     // idle keep-alive connections
+	} {
+		if got := settling(tc.conns, tc.last, now); got != tc.want {
+			t.Errorf("settling(%d open, busy %v ago) = %v, want %v", tc.conns, now.Sub(tc.last), got, tc.want)
+		}
+	}
+}
