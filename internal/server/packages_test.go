@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/kiln-dev/kiln/client"
 	"github.com/kiln-dev/kiln/internal/egress"
@@ -59,6 +62,46 @@ func TestPackagesRefusals(t *testing.T) {
 	_, err = c.Exec(ctx, sess.ID, client.ExecRequest{Code: "import requests", Packages: []string{"requests"}})
 	if p := wantProblem(t, "execute with packages under none", err, 403, "forbidden"); !strings.Contains(p.Detail, `"none"`) {
 		t.Errorf("execute with packages: %q; want the policy named", p.Detail)
+	}
+	_, err = c.ExecStream(ctx, sess.ID, client.ExecRequest{Code: "import requests", Packages: []string{"requests"}}, nil)
+	wantProblem(t, "streamed execute with packages under none", err, 403, "forbidden")
+	// On the WebSocket the refusal is an error event, and the socket takes
+	// the next cell.
+	mine, err := e.admin.CreateSession(ctx, client.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.url, "http")+"/v1/sessions/"+mine.ID+"/ws",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e.key}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	msg, _ := json.Marshal(client.WSMessage{Type: "execute", Execute: &client.ExecRequest{Code: "import requests", Packages: []string{"requests"}}})
+	if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := conn.Read(ctx)
+	var ev client.Event
+	if err != nil || json.Unmarshal(b, &ev) != nil || ev.Type != client.EventError || ev.Error == nil || !strings.Contains(ev.Error.Detail, `"none"`) {
+		t.Errorf("WebSocket execute with packages under none: %s, %v; want an error event naming the policy", b, err)
+	}
+	msg, _ = json.Marshal(client.WSMessage{Type: "execute", Execute: &client.ExecRequest{Code: "print(1+1)"}})
+	if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
+		t.Fatal(err)
+	}
+	for out := ""; ; {
+		_, b, err := conn.Read(ctx)
+		var ev client.Event
+		if err != nil || json.Unmarshal(b, &ev) != nil || ev.Type == client.EventError {
+			t.Fatalf("the next cell on the socket: %s, %v", b, err)
+		}
+		if out += ev.Data; ev.Type == client.EventDone {
+			if out != "2\n" {
+				t.Errorf("the next cell printed %q, want 2", out)
+			}
+			break
+		}
 	}
 	_, err = c.Exec(ctx, sess.ID, client.ExecRequest{Language: "bash", Code: "true", Packages: []string{"jq"}})
 	wantProblem(t, "execute bash with packages", err, 400, "invalid")
