@@ -2,7 +2,6 @@ package egress
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -97,5 +96,3 @@ func mustNew(t testing.TB, cfg Config) *Proxy {
 	}
 	return p
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

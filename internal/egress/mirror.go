@@ -24,12 +24,12 @@ import (
 
 // Bounds and timings of the mirrors.
 const (
-	maxMetaBody     = 64 << 20         // one index page or packument
-	metaCacheBytes  = 128 << 20        // all cached metadata together
-	defaultMetaTTL  = 5 * time.Minute  // metadata served without asking upstream
-	metaStaleMax    = 24 * time.Hour   // metadata served when upstream fails
-	metaFetchTimout = 30 * time.Second // one metadata fetch
-	fileHeaderWait  = 30 * time.Second // a download's response head
+	maxMetaBody      = 64 << 20         // one index page or packument
+	metaCacheBytes   = 128 << 20        // all cached metadata together
+	defaultMetaTTL   = 5 * time.Minute  // metadata served without asking upstream
+	metaStaleMax     = 24 * time.Hour   // metadata served when upstream fails
+	metaFetchTimeout = 30 * time.Second // one metadata fetch
+	fileHeaderWait   = 30 * time.Second // a download's response head
 )
 
 // mirrors serves the package mirrors of all sessions: the upstreams, the
@@ -444,7 +444,7 @@ func (m *mirrors) fetchMeta(ctx context.Context, target, accept string) (*metaEn
 }
 
 func (m *mirrors) fetchMetaUpstream(ctx context.Context, target, accept string) (*metaEntry, error) {
-	ctx, cancel := context.WithTimeout(ctx, metaFetchTimout)
+	ctx, cancel := context.WithTimeout(ctx, metaFetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // fakeIndex is a local PEP 503 index and npm registry on 127.0.0.1, the
@@ -359,7 +358,6 @@ func TestBlobCacheLRU(t *testing.T) {
 			t.Errorf("parseKey(%q) accepted", bad)
 		}
 	}
-	_ = time.Now
 }
 
 func TestUpstreamHelpers(t *testing.T) {
