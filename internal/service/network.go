@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -48,7 +49,10 @@ type netPlane struct {
 // (a random name) and can list nothing.
 const netSocketDir = "egress"
 
-func newNetPlane(dataDir string, cfg egress.Config, audit func(context.Context, store.AuditEntry)) (*netPlane, error) {
+func newNetPlane(dataDir string, cfg egress.Config, audit func(context.Context, store.AuditEntry), log *slog.Logger) (*netPlane, error) {
+	if cfg.Log == nil {
+		cfg.Log = log // the proxy's own failures go to the service's log
+	}
 	proxy, err := egress.New(cfg)
 	if err != nil {
 		return nil, err

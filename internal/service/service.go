@@ -187,7 +187,7 @@ func New(ctx context.Context, cfg Config, st Store, eng *engine.Engine, log *slo
 		func() float64 { return float64(s.queue.depth()) },
 		func() float64 { return float64(s.queue.busy()) },
 	)
-	if s.nets, err = newNetPlane(cfg.DataDir, cfg.Egress, s.audit); err != nil {
+	if s.nets, err = newNetPlane(cfg.DataDir, cfg.Egress, s.audit, log); err != nil {
 		return nil, err
 	}
 	if err := s.recover(ctx); err != nil {
