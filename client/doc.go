@@ -61,7 +61,7 @@
 //	POST   /v1/users/{id}/keys              KeyRequest -> Key with Secret (201)
 //	GET    /v1/users/{id}/keys              []Key
 //	DELETE /v1/users/{id}/keys/{key}        revokes it (204)
-//	GET    /v1/audit                        ?user=&session=&limit=&cursor= -> AuditList (admin)
+//	GET    /v1/audit                        ?user=&session=&actor=&limit=&cursor= -> AuditList (admin)
 //	GET    /v1/tools                        ?format=openai|anthropic -> kiln's tools as function definitions
 //	POST   /v1/tools/call                   ToolCall -> ToolCallResult, ready to hand back to the model
 //

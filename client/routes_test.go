@@ -99,8 +99,8 @@ func TestRoutes(t *testing.T) {
 		{"revoke share", func(ctx context.Context, c *Client) (any, error) { return nil, c.RevokeShare(ctx, "s1", "u2") },
 			"DELETE", "/v1/sessions/s1/shares/u2", "", 204, nil},
 		{"audit", func(ctx context.Context, c *Client) (any, error) {
-			return c.Audit(ctx, AuditOptions{User: "u1", Session: "s1", Limit: 2})
-		}, "GET", "/v1/audit?limit=2&session=s1&user=u1", "", 200,
+			return c.Audit(ctx, AuditOptions{User: "u1", Session: "s1", Actor: "u2", Limit: 2})
+		}, "GET", "/v1/audit?actor=u2&limit=2&session=s1&user=u1", "", 200,
 			&AuditList{Entries: []AuditEntry{{ID: "a1", Time: t0, UserID: "u1", Action: "execution", Detail: json.RawMessage(`{}`)}}}},
 	}
 	for _, tt := range tests {

@@ -76,6 +76,7 @@ func (c *Client) RevokeKey(ctx context.Context, userID, keyID string) error {
 type AuditOptions struct {
 	User    string // a user id
 	Session string // a session id
+	Actor   string // a user id: entries of what that user did, in any session (User is who was charged)
 	Limit   int
 	Cursor  string
 }
@@ -88,6 +89,9 @@ func (c *Client) Audit(ctx context.Context, opts AuditOptions) (*AuditList, erro
 	}
 	if opts.Session != "" {
 		q.Set("session", opts.Session)
+	}
+	if opts.Actor != "" {
+		q.Set("actor", opts.Actor)
 	}
 	pageQuery(q, opts.Limit, opts.Cursor)
 	var out AuditList

@@ -352,6 +352,13 @@ func TestShareChargesOwner(t *testing.T) {
 	if !found {
 		t.Errorf("no execution in the session's audit: %+v", audit.Entries)
 	}
+	byActor, err := s.e.admin.Audit(ctx, client.AuditOptions{Actor: s.collabID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byActor.Entries) != 1 || byActor.Entries[0].Action != "execution" || byActor.Entries[0].UserID != s.ownerID {
+		t.Errorf("the audit of what the collaborator did: %+v; want its cell, charged to the owner", byActor.Entries)
+	}
 	ou, err := s.owner.Usage(ctx, "me")
 	if err != nil {
 		t.Fatal(err)

@@ -125,7 +125,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c *call) error {
 		return err
 	}
 	q := r.URL.Query()
-	list, next, err := s.svc.Audit(r.Context(), c.user, store.AuditFilter{UserID: q.Get("user"), SessionID: q.Get("session")}, p)
+	list, next, err := s.svc.Audit(r.Context(), c.user, store.AuditFilter{UserID: q.Get("user"), SessionID: q.Get("session"), Actor: q.Get("actor")}, p)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,9 @@ func (s *DB) ListAudit(ctx context.Context, f AuditFilter, p Page) ([]AuditEntry
 	if f.SessionID != "" {
 		q.sql += ` AND session_id = ` + q.arg(f.SessionID)
 	}
+	if f.Actor != "" {
+		q.sql += ` AND actor = ` + q.arg(f.Actor)
+	}
 	n, err := q.page(p, "at", "id", false)
 	if err != nil {
 		return nil, "", err

@@ -251,6 +251,7 @@ type AuditEntry struct {
 type AuditFilter struct {
 	UserID    string
 	SessionID string
+	Actor     string // who acted (the owner's user_id is charged in a shared session)
 }
 
 // NewID returns a random 128-bit id in hex.

@@ -81,6 +81,10 @@ func testShares(t *testing.T, s store.Store) {
 	if got, _, err := s.ListAudit(ctx, store.AuditFilter{SessionID: ss.ID}, store.Page{}); err != nil || len(got) != 1 || got[0].Actor != b.ID || got[0].UserID != a.ID {
 		t.Errorf("audit = %+v, %v; want one row charged to a, acted by b", got, err)
 	}
+	must(t, "audit", s.AppendAudit(ctx, &store.AuditEntry{UserID: a.ID, Actor: a.ID, Action: "session.share", SessionID: ss.ID}))
+	if got, _, err := s.ListAudit(ctx, store.AuditFilter{Actor: b.ID}, store.Page{}); err != nil || len(got) != 1 || got[0].ID != audit.ID {
+		t.Errorf("audit by actor b = %+v, %v; want b's one row", got, err)
+	}
 
 	// Revoked: gone at once, for everything.
 	wantErr(t, "b revokes its own share of a's session", s.DeleteShare(ctx, b.ID, ss.ID, b.ID), store.ErrNotFound)
