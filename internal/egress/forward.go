@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -186,9 +187,10 @@ func (s *Session) untrack(t *tunnel) {
 // meter counts bytes read through it, into its own count and the
 // session's, and fails once the session's budget is spent.
 type meter struct {
-	r io.Reader
-	s *Session
-	n int64
+	r    io.Reader
+	s    *Session
+	n    int64
+	last *atomic.Int64 // if set, the unix nanoseconds of the last read
 }
 
 func (m *meter) Read(b []byte) (int, error) {
@@ -204,6 +206,9 @@ func (m *meter) Read(b []byte) (int, error) {
 	n, err := m.r.Read(b)
 	m.n += int64(n)
 	m.s.bytes.Add(int64(n))
+	if m.last != nil && n > 0 {
+		m.last.Store(time.Now().UnixNano())
+	}
 	return n, err
 }
 
@@ -244,15 +249,39 @@ func (s *Session) serveConnect(w http.ResponseWriter, r *http.Request) {
 	if _, err := brw.WriteString("HTTP/1.1 200 Connection established\r\n\r\n"); err == nil {
 		err = brw.Flush()
 	}
-	upm := &meter{r: brw.Reader, s: s} // holds whatever the client sent early
-	downm := &meter{r: up, s: s}
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	upm := &meter{r: brw.Reader, s: s, last: &last} // holds whatever the client sent early
+	downm := &meter{r: up, s: s, last: &last}
 	errc := make(chan error, 2)
 	go func() { errc <- pipe(up, upm) }()
 	go func() { errc <- pipe(client, downm) }()
+	done := make(chan struct{})
+	go s.p.cutWhenIdle(t, &last, done)
 	err1, err2 := <-errc, <-errc
+	close(done)
 	rec.BytesUp, rec.BytesDown = upm.n, downm.n
 	rec.Reason = endReason(t, err1, err2)
 	s.record(rec)
+}
+
+// cutWhenIdle cuts t once nothing has passed either way for the proxy's
+// tunnelIdle, so a forgotten tunnel does not hold one of the session's
+// connections for ever.
+func (p *Proxy) cutWhenIdle(t *tunnel, last *atomic.Int64, done <-chan struct{}) {
+	tick := time.NewTicker(min(p.tunnelIdle/4, time.Minute))
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			if time.Since(time.Unix(0, last.Load())) >= p.tunnelIdle {
+				t.cut(fmt.Sprintf("idle for %v", p.tunnelIdle))
+				return
+			}
+		}
+	}
 }
 
 // pipe copies src to dst, then half-closes dst so the other side sees the

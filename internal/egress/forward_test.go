@@ -442,3 +442,63 @@ func TestSetPolicyCutsTunnels(t *testing.T) {
 		t.Errorf("record = %+v, want cut by the policy change", r)
 	}
 }
+
+// TestIdleTunnelIsCut: a tunnel with no traffic either way is cut after
+// the idle time, so it does not hold a connection slot for ever.
+func TestIdleTunnelIsCut(t *testing.T) {
+	origin := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer origin.Close()
+	fn := newFakeNet()
+	fn.route("example.com", "203.0.113.11", 443, hostOf(origin.URL))
+	p := mustNew(t, Config{Resolver: fn.res, Dial: fn.dial})
+	p.tunnelIdle = 200 * time.Millisecond
+	var rec recorder
+	_, addr := serveSession(t, p.Open("s", allowExample, rec.add))
+	c := connect(t, addr, "example.com:443")
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || strings.Contains(err.Error(), "timeout") {
+		t.Errorf("idle tunnel: read err %v, want it closed by the proxy", err)
+	}
+	if r := waitRecords(t, &rec, 1)[0]; r.Reason != "cut: idle for 200ms" {
+		t.Errorf("record = %+v, want cut for idleness", r)
+	}
+}
+
+// TestCloseCutsTunnels: closing the session ends Serve and its tunnels.
+func TestCloseCutsTunnels(t *testing.T) {
+	origin := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer origin.Close()
+	fn := newFakeNet()
+	fn.route("example.com", "203.0.113.11", 443, hostOf(origin.URL))
+	p := mustNew(t, Config{Resolver: fn.res, Dial: fn.dial})
+	var rec recorder
+	s := p.Open("s", allowExample, rec.add)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	c := connect(t, l.Addr().String(), "example.com:443")
+	defer c.Close()
+	s.Close()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve after Close = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after Close")
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || strings.Contains(err.Error(), "timeout") {
+		t.Errorf("tunnel after Close: read err %v, want it closed", err)
+	}
+	if r := waitRecords(t, &rec, 1)[0]; r.Reason != "cut: the session was closed" {
+		t.Errorf("record = %+v", r)
+	}
+	if err := s.Serve(l); err != nil {
+		t.Errorf("Serve on a closed session = %v, want nil at once", err)
+	}
+}

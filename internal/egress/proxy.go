@@ -24,6 +24,7 @@ const (
 	DefaultMaxConns   = 32
 	DefaultMaxBytes   = 4 << 30 // 4 GiB per session, both ways
 	DefaultCacheBytes = 2 << 30
+	DefaultTunnelIdle = 10 * time.Minute // a CONNECT tunnel with no traffic is cut
 )
 
 // Resolver resolves host names; *net.Resolver is one.
@@ -62,6 +63,8 @@ type Proxy struct {
 
 	// hostAddrs are the host's own addresses; a field so tests can fake it.
 	hostAddrs func() []net.IP
+	// tunnelIdle cuts a CONNECT tunnel with no traffic either way.
+	tunnelIdle time.Duration
 
 	mirrors *mirrors
 }
@@ -83,7 +86,7 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.CacheBytes == 0 {
 		cfg.CacheBytes = DefaultCacheBytes
 	}
-	p := &Proxy{cfg: cfg, resolver: cfg.Resolver, dial: cfg.Dial, log: cfg.Log, hostAddrs: interfaceAddrs}
+	p := &Proxy{cfg: cfg, resolver: cfg.Resolver, dial: cfg.Dial, log: cfg.Log, hostAddrs: interfaceAddrs, tunnelIdle: DefaultTunnelIdle}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
 	}
