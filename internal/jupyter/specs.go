@@ -3,6 +3,7 @@ package jupyter
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -37,10 +38,15 @@ var hints = map[string]languageInfo{
 	"typescript": {Mimetype: "text/typescript", PygmentsLexer: "typescript", CodemirrorMode: "typescript"},
 	"bash":       {Mimetype: "text/x-sh", PygmentsLexer: "bash", CodemirrorMode: "shell"},
 	"sql":        {Mimetype: "text/x-sql", PygmentsLexer: "sql", CodemirrorMode: "sql"},
+	"postgres":   {Mimetype: "text/x-pgsql", PygmentsLexer: "postgresql", CodemirrorMode: "sql"},
 }
 
 var displayNames = map[string]string{"python": "Python 3", "javascript": "JavaScript (Node.js)", "typescript": "TypeScript",
-	"bash": "Bash", "sql": "SQL (SQLite)"}
+	"bash": "Bash", "sql": "SQL (SQLite)", "postgres": "PostgreSQL"}
+
+// versionNumber is the version in a runtime's version line ("Python
+// 3.11.2", "v20.20.2"), as language_info wants it: "3.11.2", "20.20.2".
+var versionNumber = regexp.MustCompile(`\d+(\.\d+)+`)
 
 // specName is the kernelspec name of a kiln language. Python's is
 // python3, the name every saved notebook and front end defaults to.
@@ -67,7 +73,7 @@ func (g *Gateway) kernelSpecs() []kernelSpec {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if v, err := l.DetectVersion(ctx); err == nil {
-				info.Version = v
+				info.Version = versionNumber.FindString(v)
 			}
 			cancel()
 			display := displayNames[l.Name]

@@ -115,3 +115,12 @@ func TestKernelIDRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionNumber(t *testing.T) {
+	for line, want := range map[string]string{"Python 3.11.2": "3.11.2", "v20.20.2": "20.20.2",
+		"GNU bash, version 5.2.15(1)-release (x86_64-pc-linux-gnu)": "5.2.15", "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)": "15.18"} {
+		if got := versionNumber.FindString(line); got != want {
+			t.Errorf("%q: %q, want %q", line, got, want)
+		}
+	}
+}

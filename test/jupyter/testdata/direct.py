@@ -7,6 +7,7 @@ as the notebook server's gateway client uses. Usage:
 Prints one JSON line per check; exits 1 on the first failure.
 """
 import json
+import re
 import sys
 import urllib.error
 import urllib.request
@@ -108,7 +109,8 @@ async def main():
 
     reply, _ = await k.request("kernel_info_request", {})
     c = reply["content"]
-    if reply["msg_type"] != "kernel_info_reply" or c["protocol_version"] != "5.3" or c["language_info"]["name"] != "python":
+    if reply["msg_type"] != "kernel_info_reply" or c["protocol_version"] != "5.3" or c["language_info"]["name"] != "python" \
+            or not re.fullmatch(r"3\.\d+\.\d+", c["language_info"]["version"]):
         fail("kernel_info", reply)
     print(json.dumps({"ok": "kernel_info"}))
 
