@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kiln-dev/kiln/internal/agentclient"
+	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/cgroups"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/protocol"
@@ -58,8 +59,7 @@ type Backend struct {
 	landlock bool
 	log      *slog.Logger
 
-	mu   sync.Mutex
-	made map[string]*Sandbox // by CreateSandbox, until destroyed
+	made backend.Made[*Sandbox] // by CreateSandbox, until destroyed
 }
 
 // New checks that this host can run sandboxes securely and refuses, with

@@ -2,11 +2,9 @@ package native
 
 import (
 	"context"
-	"slices"
 
 	"github.com/kiln-dev/kiln/internal/agentclient"
 	"github.com/kiln-dev/kiln/internal/backend"
-	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
 // The engine's backend interface (engine.Backend) over Create: sandboxes
@@ -18,12 +16,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (backend
 	if err != nil {
 		return backend.Sandbox{}, err
 	}
-	b.mu.Lock()
-	if b.made == nil {
-		b.made = map[string]*Sandbox{}
-	}
-	b.made[sb.ID] = sb
-	b.mu.Unlock()
+	b.made.Add(sb.ID, sb)
 	// Builds go to package programs' default area, on the private /tmp.
 	return backend.Sandbox{ID: sb.ID, Workspace: Workspace}, nil
 }
@@ -31,11 +24,9 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (backend
 // Connect returns the client of the sandbox's agent: its one connection,
 // made when the sandbox started.
 func (b *Backend) Connect(ctx context.Context, id string) (*agentclient.Client, error) {
-	b.mu.Lock()
-	sb := b.made[id]
-	b.mu.Unlock()
-	if sb == nil {
-		return nil, kiln.Errorf(kiln.NotFound, "no sandbox %q", id)
+	sb, err := b.made.Get(id)
+	if err != nil {
+		return nil, err
 	}
 	return sb.Agent, nil
 }
@@ -43,32 +34,13 @@ func (b *Backend) Connect(ctx context.Context, id string) (*agentclient.Client, 
 // DestroySandbox destroys a sandbox made by CreateSandbox; one that is
 // already gone is not an error.
 func (b *Backend) DestroySandbox(ctx context.Context, id string) error {
-	b.mu.Lock()
-	sb := b.made[id]
-	b.mu.Unlock()
-	if sb == nil {
-		return nil
-	}
-	err := sb.Destroy(ctx)
-	if err == nil {
-		b.mu.Lock()
-		delete(b.made, id)
-		b.mu.Unlock()
-	}
-	return err
+	return b.made.Destroy(id, func(sb *Sandbox) error { return sb.Destroy(ctx) })
 }
 
 // List returns the sandboxes made by CreateSandbox and not yet destroyed.
 // Those of a kiln process that died are removed by New (CleanOrphans).
 func (b *Backend) List(ctx context.Context) ([]string, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	ids := make([]string, 0, len(b.made))
-	for id := range b.made {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids, nil
+	return b.made.List(), nil
 }
 
 // Capabilities: full isolation and cgroup limits; New refuses a host

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -49,14 +48,13 @@ func runAgent(config string) int {
 // Backend makes unboxed sandboxes under a directory.
 type Backend struct {
 	dir  string
-	mu   sync.Mutex
-	made map[string]*box
+	made backend.Made[*box]
 }
 
 // New returns a backend whose sandboxes live under dir (the system's
 // temporary directory if empty). A test passes t.TempDir().
 func New(dir string) *Backend {
-	return &Backend{dir: dir, made: map[string]*box{}}
+	return &Backend{dir: dir}
 }
 
 type box struct {
@@ -96,9 +94,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 		return backend.Sandbox{}, err
 	}
 	id := newID()
-	b.mu.Lock()
-	b.made[id] = bx
-	b.mu.Unlock()
+	b.made.Add(id, bx)
 	return backend.Sandbox{ID: id, Workspace: ws, BuildArea: filepath.Join(tmp, ".kiln")}, nil
 }
 
@@ -158,11 +154,9 @@ func (bx *box) start(ctx context.Context, cfg []byte) error {
 
 // Connect returns the client of the sandbox's agent.
 func (b *Backend) Connect(ctx context.Context, id string) (*agentclient.Client, error) {
-	b.mu.Lock()
-	bx := b.made[id]
-	b.mu.Unlock()
-	if bx == nil {
-		return nil, kiln.Errorf(kiln.NotFound, "no sandbox %q", id)
+	bx, err := b.made.Get(id)
+	if err != nil {
+		return nil, err
 	}
 	return bx.client, nil
 }
@@ -170,19 +164,7 @@ func (b *Backend) Connect(ctx context.Context, id string) (*agentclient.Client, 
 // DestroySandbox stops the agent, which kills every process it started,
 // and removes the sandbox's directory (a HostDir workspace stays).
 func (b *Backend) DestroySandbox(ctx context.Context, id string) error {
-	b.mu.Lock()
-	bx := b.made[id]
-	b.mu.Unlock()
-	if bx == nil {
-		return nil
-	}
-	err := bx.destroy(ctx)
-	if err == nil {
-		b.mu.Lock()
-		delete(b.made, id)
-		b.mu.Unlock()
-	}
-	return err
+	return b.made.Destroy(id, func(bx *box) error { return bx.destroy(ctx) })
 }
 
 func (bx *box) destroy(ctx context.Context) error {
@@ -209,14 +191,7 @@ func (bx *box) destroy(ctx context.Context) error {
 
 // List returns the sandboxes made and not yet destroyed.
 func (b *Backend) List(ctx context.Context) ([]string, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	ids := make([]string, 0, len(b.made))
-	for id := range b.made {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids, nil
+	return b.made.List(), nil
 }
 
 // Capabilities: none. The agent's time and output limits hold; nothing
