@@ -108,7 +108,7 @@ SERVER_SETTINGS = [
     "max_connections=20",
     "max_logical_replication_workers=0",
     "max_worker_processes=4",
-    "log_min_messages=warning",
+    "log_min_messages=fatal",  # a user's errors would fill server.log
     "log_min_error_statement=panic",
     "log_checkpoints=off",
 ]
@@ -253,14 +253,34 @@ def start_server(paths):
         log.close()
 
 
-def log_tail(paths):
+LOG_PREFIX_RE = re.compile(r"^\d{4}-\d\d-\d\d \S+ \S+ \[\d+\] ")
+# Lines a client's attempts to connect during the start leave; not a reason.
+LOG_NOISE = ("not yet accepting connections", "is starting up", "is shutting down",
+             "Consistent recovery state", "terminating connection because of crash")
+
+
+def log_size(paths):
+    try:
+        return os.path.getsize(paths.log)
+    except OSError:
+        return 0
+
+
+def log_reason(paths, since):
+    """The server's last PANIC or FATAL line logged after offset since,
+    without its time stamp; "" if none."""
     try:
         with open(paths.log, "rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - 4096))
-            return tail(f.read().decode("utf-8", "replace").strip())
+            f.seek(max(since, log_size(paths) - 16384))
+            text = f.read().decode("utf-8", "replace")
     except OSError:
         return ""
+    found = ""
+    for line in text.splitlines():
+        line = LOG_PREFIX_RE.sub("", line).strip()
+        if (line.startswith("PANIC:") or line.startswith("FATAL:")) and not any(n in line for n in LOG_NOISE):
+            found = " ".join(line.split())
+    return found
 
 
 class Pending:
@@ -280,6 +300,8 @@ class Server:
         self.proc = None
         self.conn = None
         self.lock = threading.Lock()
+        self.mark = 0  # the log's size before the server's last start
+        self.conn_mark = 0  # the log's size when the connection was made
         self.pending = None
         self.pending_lock = threading.Lock()
 
@@ -309,6 +331,7 @@ class Server:
             if self.conn is not None and self.alive():
                 return self.conn
             self.conn = self.connect()
+            self.conn_mark = log_size(self.paths)
             return self.conn
 
     def connect(self):
@@ -323,11 +346,13 @@ class Server:
             if self.proc is None or self.proc.poll() is not None:
                 self.check_exit()
                 try:
+                    self.mark = log_size(self.paths)
                     self.proc = start_server(self.paths)
                 except (OSError, subprocess.SubprocessError) as e:
                     raise ServerError("cannot start PostgreSQL: %s%s" % (e, space_hint(str(e))))
             time.sleep(0.02)
-        raise ServerError("PostgreSQL did not accept connections within %d s: %s" % (START_TIMEOUT, log_tail(self.paths)))
+        raise ServerError("PostgreSQL did not accept connections within %d s: %s" % (
+            START_TIMEOUT, log_reason(self.paths, self.mark) or "its log (.kiln/postgres/server.log) says nothing"))
 
     def check_exit(self):
         """Raises the reason a server this kernel started has stopped, unless
@@ -335,7 +360,7 @@ class Server:
         killed postmaster (the start is then tried again)."""
         if self.proc is None or self.proc.returncode is None:
             return
-        logged = log_tail(self.paths)
+        logged = log_reason(self.paths, self.mark) or "see .kiln/postgres/server.log"
         if "pre-existing shared memory block" in logged or "already exists" in logged:
             time.sleep(0.1)
             return
@@ -895,10 +920,13 @@ class Kernel:
         if diag.message_hint:
             tb.append("HINT: " + diag.message_hint)
         if lost:
-            hint = " (the connection to PostgreSQL was lost; the next cell reconnects, and an open transaction is gone)"
-            primary += hint
+            reason = log_reason(self.paths, self.server.conn_mark)
+            if reason:
+                primary += "; the server stopped: " + reason
+            primary += " (the connection to PostgreSQL was lost; the next cell reconnects, and an open transaction is gone)"
         name = type(e).__name__
-        self.error(cell, name, "%s: %s%s" % (msg, primary, space_hint(primary)), err_line, tb)
+        hint = space_hint("could not extend" if e.pgcode == "53100" else primary)  # 53100: disk_full
+        self.error(cell, name, "%s: %s%s" % (msg, primary, hint), err_line, tb)
 
     def error(self, cell, name, message, line, traceback):
         sys.stdout.flush()
