@@ -74,6 +74,7 @@ type PackageResult struct {
 	Manager  string
 	Packages []Package
 	Wall     time.Duration
+	CPU      time.Duration // of pip's or npm's processes, charged as a cell's
 	// Egress is what pip or npm asked of the egress proxy: the package
 	// mirrors' requests, each saying whether the shared cache served it.
 	Egress []kiln.EgressRecord
@@ -163,8 +164,16 @@ func (s *Service) install(ctx context.Context, a access, u kiln.User, req Packag
 	if err != nil {
 		outcome = string(kiln.KindOf(err))
 	}
-	s.audit(context.WithoutCancel(ctx), store.AuditEntry{UserID: a.owner.ID, Actor: u.ID, Action: "packages.install", SessionID: l.rec.ID, Outcome: outcome,
-		Detail: jsonDetail(map[string]any{"manager": req.Manager, "packages": specs, "installed": res.Packages})})
+	// pip's and npm's CPU time counts against the owner's day, as a
+	// cell's does; the audit row goes in the same write.
+	audit := store.AuditEntry{UserID: a.owner.ID, Actor: u.ID, Action: "packages.install", SessionID: l.rec.ID, Outcome: outcome,
+		Detail: jsonDetail(map[string]any{"manager": req.Manager, "packages": specs, "installed": res.Packages})}
+	f := store.CellFinish{UserID: a.owner.ID, Day: s.cpu.currentDay(), CPU: res.CPU, Audit: &audit}
+	if ferr := s.store.FinishCell(context.WithoutCancel(ctx), f); ferr != nil {
+		s.log.Error("record an install's cpu time and audit row", "session", l.rec.ID, "err", ferr)
+	} else {
+		s.cpu.counted(a.owner.ID, f.Day, f.CPU)
+	}
 	return res, err
 }
 
@@ -293,6 +302,7 @@ func installIn(ctx context.Context, sess *engine.Session, req PackageRequest, sp
 	} else {
 		res.Packages, err = ex.npm(ctx, specs)
 	}
+	res.CPU = ex.cpu
 	return res, err
 }
 
@@ -359,6 +369,7 @@ type installer struct {
 	sess *engine.Session
 	area string
 	ev   PackageEvents
+	cpu  time.Duration // of every exec so far
 }
 
 func (x *installer) at(p string) string { return path.Join(x.area, p) }
@@ -390,6 +401,7 @@ func (x *installer) exec(ctx context.Context, what string, streamed bool, argv [
 	if err != nil {
 		return nil, kiln.Wrap(kiln.SandboxError, err, "%s: the sandbox did not run it", what)
 	}
+	x.cpu += time.Duration(info.CPUNs)
 	switch {
 	case info.TimedOut:
 		return out.Bytes(), kiln.Errorf(kiln.Invalid, "%s took longer than %v and was stopped", what, installTimeout)

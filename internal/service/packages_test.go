@@ -20,6 +20,7 @@ import (
 
 	"github.com/kiln-dev/kiln/internal/egress"
 	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/store"
 )
 
 func TestCheckPackages(t *testing.T) {
@@ -241,6 +242,10 @@ func TestInstallPipFromLocalIndex(t *testing.T) {
 	if e, err := ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Language: "python", Code: "import sys; x = 41"}, ExecEvents{}); err != nil || e.Result.Status != kiln.StatusOK {
 		t.Fatalf("first cell: %+v, %v", e.Result, err)
 	}
+	cpuBefore, err := ts.store.CPU(ctx, u.ID, ts.cpu.currentDay())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var progress strings.Builder
 	res, err := ts.installedFor(t, ctx, u, sess.ID, PackageRequest{Manager: ManagerPip, Packages: []string{"kiln-tiny==1.0"}},
 		PackageEvents{Stdout: func(p []byte) { progress.Write(p) }, Stderr: func(p []byte) { progress.Write(p) }})
@@ -253,6 +258,14 @@ func TestInstallPipFromLocalIndex(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "kiln-tiny") {
 		t.Errorf("no progress streamed naming the package: %q", progress.String())
+	}
+	// pip's CPU time is the user's, and the install is in the audit log.
+	if cpu, err := ts.store.CPU(ctx, u.ID, ts.cpu.currentDay()); err != nil || res.CPU <= 0 || cpu-cpuBefore != res.CPU {
+		t.Errorf("CPU charged %v (install used %v), %v; want the install's", cpu-cpuBefore, res.CPU, err)
+	}
+	entries, _, err := ts.store.ListAudit(ctx, store.AuditFilter{SessionID: sess.ID}, store.Page{Limit: 100})
+	if err != nil || !slices.ContainsFunc(entries, func(e store.AuditEntry) bool { return e.Action == "packages.install" && e.Outcome == "ok" }) {
+		t.Errorf("audit %+v, %v; want a packages.install entry", entries, err)
 	}
 	e, err := ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Language: "python", Code: "import kilntiny, kilndep\nprint(kilntiny.VALUE, kilndep.VALUE, x + 1)"}, ExecEvents{})
 	if err != nil || e.Result.Stdout != "tiny! dep! 42\n" {
