@@ -28,6 +28,7 @@ describe("format", () => {
   });
   it("maps languages and MIME text", () => {
     expect(monacoLanguage("bash")).toBe("shell");
+    expect(monacoLanguage("postgres")).toBe("pgsql");
     expect(monacoLanguage("unknown")).toBe("plaintext");
     expect(mimeText(["a", "b"])).toBe("ab");
   });

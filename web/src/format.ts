@@ -78,7 +78,7 @@ export function mimeText(v: unknown): string {
 // monacoLanguage maps a kiln language to Monaco's name for it.
 export function monacoLanguage(lang: string): string {
   const m: Record<string, string> = {
-    python: "python", javascript: "javascript", typescript: "typescript", bash: "shell", sql: "sql",
+    python: "python", javascript: "javascript", typescript: "typescript", bash: "shell", sql: "sql", postgres: "pgsql",
     go: "go", c: "c", cpp: "cpp", java: "java", rust: "rust", fortran: "plaintext", php: "php", ruby: "ruby",
     markdown: "markdown",
   };
