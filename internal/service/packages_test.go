@@ -271,6 +271,12 @@ func TestInstallPipFromLocalIndex(t *testing.T) {
 	if err != nil || e.Result.Stdout != "tiny! dep! 42\n" {
 		t.Fatalf("import in the same kernel: %+v, %v", e.Result, err)
 	}
+	// A python3 the cell starts is the venv's, so it sees them too.
+	e, err = ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Language: "python",
+		Code: "import subprocess\nprint(subprocess.run(['python3', '-c', 'import kilntiny; print(kilntiny.VALUE)'], capture_output=True, text=True).stdout, end='')"}, ExecEvents{})
+	if err != nil || e.Result.Stdout != "tiny!\n" {
+		t.Errorf("import in a python3 the cell started: %+v, %v", e.Result, err)
+	}
 	// Nothing of pip's in the workspace: only the config the test wrote.
 	f := ts.Files(u, sess.ID)
 	list, err := f.List(ctx, "")
@@ -341,7 +347,7 @@ func TestInstallNPM(t *testing.T) {
 	ts := newTestService(t, Config{})
 	ctx := ctxT(t, 3*time.Minute)
 	u := ts.user(t, "alice", false)
-	sess, err := ts.CreateSession(ctx, u, SessionSpec{Languages: []string{"javascript"}})
+	sess, err := ts.CreateSession(ctx, u, SessionSpec{Languages: []string{"javascript", "typescript"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,6 +370,10 @@ func TestInstallNPM(t *testing.T) {
 	e, err := ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Language: "javascript", Code: "console.log(require('is-number')(x + 1), x + 1)"}, ExecEvents{})
 	if err != nil || e.Result.Stdout != "true 42\n" {
 		t.Fatalf("require in the same kernel: %+v, %v", e.Result, err)
+	}
+	e, err = ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Language: "typescript", Code: "import isNumber from 'is-number';\nconsole.log(isNumber(7))"}, ExecEvents{})
+	if err != nil || e.Result.Stdout != "true\n" {
+		t.Errorf("import in TypeScript: %+v, %v", e.Result, err)
 	}
 	f := ts.Files(u, sess.ID)
 	list, err := f.List(ctx, "")
