@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kiln-dev/kiln/internal/kernelproto"
 	"github.com/kiln-dev/kiln/internal/kernels/kerneltest"
@@ -471,5 +472,29 @@ func BenchmarkPostgresFirstQuery(b *testing.B) {
 		b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms/first-query")
 		k.Stop()
 		stopPostgres(b, dir)
+	}
+}
+
+// TestPostgresComplete offers table and column names from the database
+// and keywords in the case they were typed in.
+func TestPostgresComplete(t *testing.T) {
+	k := startPostgres(t, postgresWorkspace(t))
+	pgOK(t, k, "CREATE TABLE customers(customer_id int, customer_name text);")
+	for _, tc := range []struct {
+		code  string
+		want  []string
+		start int
+	}{
+		{"SELECT * FROM cust", []string{"customer_id", "customer_name", "customers"}, 14},
+		{"SELECT customers.customer_n", []string{"customer_name"}, 17},
+		{"SEL", []string{"SELECT"}, 0},
+		{"sel", []string{"select"}, 0},
+		{"SELECT * FROM ", nil, 14},
+	} {
+		var got kernelproto.Completion
+		mustUnmarshal(t, k.Request(kernelproto.Complete{Type: kernelproto.TComplete, Cell: "k", Code: tc.code, Cursor: len([]rune(tc.code))}), &got)
+		if !cmp.Equal(got.Matches, tc.want, cmpopts.EquateEmpty()) || got.CursorStart != tc.start || got.CursorEnd != len([]rune(tc.code)) {
+			t.Errorf("complete %q = %+v, want %q from %d", tc.code, got, tc.want, tc.start)
+		}
 	}
 }
