@@ -85,6 +85,7 @@ type conn struct {
 	wmu     sync.Mutex
 	done    chan struct{}
 	once    sync.Once
+	v1      bool         // the binary v1 protocol, else JSON
 	allow   func() error // the caller's rate limit
 	control chan inMsg   // control requests, handled in order
 }
@@ -101,12 +102,12 @@ func (g *Gateway) channels(w http.ResponseWriter, r *http.Request, u kiln.User) 
 	defer release()
 	// Accept refuses a page of another origin (a browser's cross-site
 	// WebSocket); the notebook server's gateway client sends none.
-	ws, err := websocket.Accept(w, r, nil)
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{SubprotocolV1}})
 	if err != nil {
 		return nil // Accept has answered
 	}
 	ws.SetReadLimit(maxMessage)
-	c := &conn{k: k, ws: ws, done: make(chan struct{}), allow: allowOf(r.Context()), control: make(chan inMsg, maxControl)}
+	c := &conn{k: k, ws: ws, v1: ws.Subprotocol() == SubprotocolV1, done: make(chan struct{}), allow: allowOf(r.Context()), control: make(chan inMsg, maxControl)}
 	k.attach(c)
 	defer k.detach(c)
 	go c.serveControl()
@@ -162,7 +163,12 @@ func (c *conn) serve(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		m, err := parseMessage(typ, data)
+		var m inMsg
+		if c.v1 {
+			m, err = parseV1(data)
+		} else {
+			m, err = parseMessage(typ, data)
+		}
 		if err != nil {
 			return err
 		}
@@ -197,6 +203,12 @@ func parseMessage(typ websocket.MessageType, data []byte) (inMsg, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return inMsg{}, kiln.Errorf(kiln.Invalid, "a message must be a Jupyter message, a JSON object with channel, header, parent_header, metadata and content: %s", trunc(err.Error(), 80))
 	}
+	return checkMessage(m)
+}
+
+// checkMessage checks a message's header and fills in what may be left
+// out.
+func checkMessage(m inMsg) (inMsg, error) {
 	if len(m.Header) == 0 || json.Unmarshal(m.Header, &m.hdr) != nil || m.hdr.MsgType == "" || m.hdr.MsgID == "" {
 		return inMsg{}, kiln.Errorf(kiln.Invalid, "a message needs a header with msg_id and msg_type")
 	}
@@ -212,7 +224,12 @@ func parseMessage(typ websocket.MessageType, data []byte) (inMsg, error) {
 // send writes one message to this connection. A client that stops
 // reading is given up after a while rather than holding the kernel.
 func (c *conn) send(m outMsg) {
+	typ := websocket.MessageText
 	b, err := json.Marshal(m)
+	if c.v1 {
+		typ = websocket.MessageBinary
+		b, err = encodeV1(m)
+	}
 	if err != nil {
 		c.k.g.cfg.Log.Error("jupyter: encode message", "type", m.MsgType, "err", err)
 		return
@@ -221,7 +238,7 @@ func (c *conn) send(m outMsg) {
 	defer cancel()
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
+	if err := c.ws.Write(ctx, typ, b); err != nil {
 		c.ws.CloseNow()
 	}
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -313,5 +314,59 @@ func TestJupyterControlIsRateLimited(t *testing.T) {
 	}
 	if statuses["ok<nil>"] == 0 || statuses["errorRateLimited"] == 0 || statuses["ok<nil>"] > 6 {
 		t.Errorf("10 interrupts with a burst of 6 (2 spent on the start and the handshake): %v, want some ok, the rest RateLimited", statuses)
+	}
+}
+
+// TestJupyterChannelsV1: a client that offers Jupyter Server's binary
+// protocol (v1.kernel.websocket.jupyter.org, as JupyterLab does) gets it,
+// both ways.
+func TestJupyterChannelsV1(t *testing.T) {
+	e := newEnv(t, options{})
+	code, k, b := jupyterDo(t, e, "POST", "/api/kernels", "token "+e.key, `{}`)
+	if code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, b)
+	}
+	ws, _, err := websocket.Dial(ctxT(t), "ws"+strings.TrimPrefix(e.url, "http")+"/api/kernels/"+fmt.Sprint(k["id"])+"/channels",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"token " + e.key}}, Subprotocols: []string{"v1.kernel.websocket.jupyter.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if ws.Subprotocol() != "v1.kernel.websocket.jupyter.org" {
+		t.Fatalf("subprotocol %q, want v1.kernel.websocket.jupyter.org", ws.Subprotocol())
+	}
+	parts := []string{"shell", `{"msg_id": "v1-1", "msg_type": "execute_request", "session": "s", "username": "u", "date": "", "version": "5.3"}`,
+		`{}`, `{}`, `{"code": "6 * 7", "silent": false}`}
+	n := len(parts) + 1
+	msg := make([]byte, 8*(n+1))
+	binary.LittleEndian.PutUint64(msg, uint64(n))
+	off := uint64(len(msg))
+	for i, p := range parts {
+		binary.LittleEndian.PutUint64(msg[8*(i+1):], off)
+		off += uint64(len(p))
+	}
+	binary.LittleEndian.PutUint64(msg[8*n:], off)
+	msg = append(msg, strings.Join(parts, "")...)
+	if err := ws.Write(ctxT(t), websocket.MessageBinary, msg); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		typ, b, err := ws.Read(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if typ != websocket.MessageBinary {
+			t.Fatalf("a %v message on a v1 socket", typ)
+		}
+		at := func(i uint64) uint64 { return binary.LittleEndian.Uint64(b[8*(i+1):]) }
+		var h, content map[string]any
+		json.Unmarshal(b[at(1):at(2)], &h)
+		json.Unmarshal(b[at(4):at(5)], &content)
+		if h["msg_type"] == "execute_result" {
+			if data, _ := content["data"].(map[string]any); data["text/plain"] != "42" || string(b[at(0):at(1)]) != "iopub" {
+				t.Errorf("execute_result over v1: channel %q, content %v", b[at(0):at(1)], content)
+			}
+			return
+		}
 	}
 }
