@@ -339,6 +339,13 @@ export class Notebook {
       }
     };
     for (const t of ["started", "stdout", "stderr", "display", "done"]) es.addEventListener(t, on as EventListener);
+    // The server ends the stream when the session ends or the share is
+    // revoked; the browser then tries again, and a refusal closes it.
+    es.onerror = () => {
+      if (es.readyState === EventSource.CLOSED && !this.closed) {
+        toast("live updates of this session stopped: it has ended, or it is no longer shared with you");
+      }
+    };
   }
 
   close(): void {

@@ -118,6 +118,8 @@ async function main() {
   await a.page.locator(".shares", { hasText: "Not shared with anyone." }).waitFor();
   const status = await b.page.evaluate(async (id) => (await fetch(`/v1/sessions/${encodeURIComponent(id)}`)).status, session);
   check(status === 404, "after A revokes, B gets 404 for the session at once");
+  await b.page.locator(".toast", { hasText: "no longer shared with you" }).waitFor({ timeout: 30000 });
+  check(true, "B's notebook says its live updates stopped");
 
   check(a.errors.length === 0 && b.errors.length === 0, `no page errors (${[...a.errors, ...b.errors].join("; ")})`);
   await a.close();
