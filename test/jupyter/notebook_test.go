@@ -383,6 +383,11 @@ func TestNotebookServerThroughGateway(t *testing.T) {
 		if resultText(t, iopub) != "4" || reply.Content["execution_count"] != 2.0 {
 			t.Errorf("JavaScript state across cells: %+v %+v", reply.Content, iopub)
 		}
+		hostNS, _ := os.Readlink("/proc/self/ns/pid")
+		_, iopub = ch.execute("console.log(require('fs').readlinkSync('/proc/self/ns/pid'), process.getuid())", time.Minute)
+		if f := strings.Fields(streamText(iopub)); len(f) != 2 || f[0] == hostNS || f[1] != "1000" {
+			t.Errorf("the JavaScript kernel's PID namespace and uid are %q; the host's namespace is %s: it must be in a sandbox as uid 1000", f, hostNS)
+		}
 		reply, iopub = ch.execute("null.x", time.Minute)
 		if errs := outputsOf(iopub, "error"); reply.Content["status"] != "error" || len(errs) != 1 || errs[0].Content["ename"] != "TypeError" {
 			t.Errorf("a JavaScript error: %+v %+v", reply.Content, iopub)

@@ -6,6 +6,7 @@ as the notebook server's gateway client uses. Usage:
     direct.py URL KEY
 Prints one JSON line per check; exits 1 on the first failure.
 """
+import asyncio
 import json
 import re
 import sys
@@ -167,6 +168,27 @@ async def main():
     if reply["content"]["status"] != "ok":
         fail("comm_info", reply)
     print(json.dumps({"ok": "inspect_comm"}))
+
+    # interrupt_request on the control channel stops a running cell.
+    run = await k.send("shell", "execute_request", {"code": "import time\nwhile True:\n    time.sleep(0.1)", "silent": False,
+                                                     "store_history": True, "user_expressions": {}, "allow_stdin": False})
+    run_id, intr_id, exec_reply, intr_reply, ename = run["header"]["msg_id"], None, None, None, None
+    while exec_reply is None or intr_reply is None:
+        m = await k.recv()
+        pid = m["parent_header"].get("msg_id")
+        if pid == run_id and m["msg_type"] == "execute_input" and intr_id is None:
+            await asyncio.sleep(1)
+            intr_id = (await k.send("control", "interrupt_request", {}))["header"]["msg_id"]
+        elif pid == run_id and m["msg_type"] == "error":
+            ename = m["content"]["ename"]
+        elif pid == run_id and m["msg_type"] == "execute_reply":
+            exec_reply = m
+        elif intr_id is not None and pid == intr_id and m["msg_type"] == "interrupt_reply":
+            intr_reply = m
+    if intr_reply["channel"] != "control" or intr_reply["content"]["status"] != "ok" or ename != "KeyboardInterrupt" \
+            or exec_reply["content"]["status"] != "error":
+        fail("interrupt_request", [intr_reply, exec_reply, ename])
+    print(json.dumps({"ok": "interrupt"}))
 
     reply, _ = await k.request("shutdown_request", {"restart": True}, channel="control")
     if reply["msg_type"] != "shutdown_reply" or reply["content"]["status"] != "ok":
