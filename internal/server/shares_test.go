@@ -386,31 +386,48 @@ func TestShareChargesOwner(t *testing.T) {
 	}
 }
 
-// TestShareEvents: the owner's session event stream shows the cell a
-// collaborator runs: started (with the actor), its output, done.
+// TestShareEvents: the owner's session event stream (client.WatchSession)
+// shows the cell a collaborator runs: started (with the actor), its
+// output, done; after the owner deletes the session the stream ends.
 func TestShareEvents(t *testing.T) {
 	s := newShared(t, options{})
 	ctx := ctxT(t)
-	status, stream, body := s.events(t, ctx, s.owner)
-	defer body.Close()
-	if status != 200 {
-		t.Fatalf("events: %d", status)
+	events := make(chan client.Event, 100)
+	watched := make(chan error, 1)
+	go func() { watched <- s.owner.WatchSession(ctx, s.session, func(ev client.Event) { events <- ev }) }()
+	// The watcher may open after a cell has started: run cells until one
+	// is seen whole, from started to done.
+	seen := map[string][]client.Event{}
+	var x *client.Execution
+	for i := 0; i < 10 && x == nil; i++ {
+		e, err := s.collab.Exec(ctx, s.session, client.ExecRequest{Code: "print('from collab')"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.After(5 * time.Second)
+	wait:
+		for {
+			select {
+			case ev := <-events:
+				seen[ev.ExecutionID] = append(seen[ev.ExecutionID], ev)
+				if ev.Type == "done" && ev.ExecutionID == e.ID {
+					break wait
+				}
+			case <-deadline:
+				break wait
+			}
+		}
+		if evs := seen[e.ID]; len(evs) > 0 && evs[0].Type == "started" && evs[len(evs)-1].Type == "done" {
+			x = e
+		}
 	}
-	x, err := s.collab.Exec(ctx, s.session, client.ExecRequest{Code: "print('from collab')"})
-	if err != nil {
-		t.Fatal(err)
+	if x == nil {
+		t.Fatalf("the watcher never saw a whole cell of the collaborator's: %v", seen)
 	}
 	var got []string
 	var out bytes.Buffer
-	for len(got) == 0 || got[len(got)-1] != "done" {
-		ev, err := readEvent(stream)
-		if err != nil {
-			t.Fatalf("after %v: %v", got, err)
-		}
+	for _, ev := range seen[x.ID] {
 		got = append(got, ev.Type)
-		if ev.ExecutionID != x.ID {
-			t.Errorf("%s event of execution %q, want %q", ev.Type, ev.ExecutionID, x.ID)
-		}
 		switch ev.Type {
 		case "started":
 			if ev.Execution == nil || ev.Execution.Actor != s.collabID {
@@ -424,8 +441,19 @@ func TestShareEvents(t *testing.T) {
 			}
 		}
 	}
-	if got[0] != "started" || out.String() != "from collab\n" {
-		t.Errorf("events %v with stdout %q, want started ... done with %q", got, out.String(), "from collab\n")
+	if out.String() != "from collab\n" {
+		t.Errorf("events %v with stdout %q, want %q", got, out.String(), "from collab\n")
+	}
+	if err := s.owner.DeleteSession(ctx, s.session); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-watched:
+		if err != nil {
+			t.Errorf("WatchSession after the session ended: %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the event stream is still open after the session ended")
 	}
 }
 
