@@ -7,24 +7,20 @@
 package browser_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/test/testkiln"
 )
 
 const chromium = "/usr/bin/chromium"
-
-var addrRE = regexp.MustCompile(`msg="kiln serving" addr=(\S+)`)
 
 // need skips the test, saying why, when something it needs is missing.
 func need(t *testing.T) (web string) {
@@ -96,63 +92,6 @@ func TestNotebookInBrowser(t *testing.T) {
 // and returns its URL and the admin key made for it.
 func startServe(t *testing.T, bin string) (url, key string) {
 	t.Helper()
-	data := t.TempDir()
-	os.Chmod(filepath.Dir(data), 0o711) // sandboxes reach their workspaces
-	os.Chmod(data, 0o711)
-	keyFile := filepath.Join(data, "admin.key")
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-key-file", keyFile, "--pool", "0")
-	stderr, _ := cmd.StderrPipe()
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	found := make(chan string, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		<-done
-		cmd.Wait()
-		unmountUnder(t, data) // sessions' workspaces outlive a stop, by design
-	})
-	select {
-	case addr := <-found:
-		url = "http://" + addr
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("kiln serve did not start")
-	}
-	b, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return url, strings.TrimSpace(string(b))
-}
-
-// unmountUnder detaches every mount below dir, deepest first.
-func unmountUnder(t *testing.T, dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	var points []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			points = append(points, f[4])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		if err := syscall.Unmount(points[i], syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", points[i], err)
-		}
-	}
+	s := testkiln.Start(t, testkiln.Options{Bin: bin})
+	return s.URL, s.Key
 }

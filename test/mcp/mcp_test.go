@@ -7,21 +7,17 @@
 package mcp_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/kiln-dev/kiln/internal/workspace"
+	"github.com/kiln-dev/kiln/test/testkiln"
 )
 
 var kilnBin string
@@ -131,72 +127,13 @@ func TestTypeScriptClientHTTP(t *testing.T) {
 // serve is a `kiln serve` process.
 type serve struct {
 	url, key string
-	cmd      *exec.Cmd
 }
 
-var addrRE = regexp.MustCompile(`msg="kiln serving" addr=(\S+)`)
-
-// startServe runs kiln serve on a free port with its own data directory,
-// and stops it at the end of the test.
+// startServe runs kiln serve on a free port with its own data directory
+// and tmpfs workspaces, and stops it at the end of the test.
 func startServe(t testing.TB) *serve {
 	t.Helper()
-	data := t.TempDir()
-	os.Chmod(filepath.Dir(data), 0o711) // the sandboxes' users reach their workspaces below it
-	os.Chmod(data, 0o711)
-	keyFile := filepath.Join(data, "admin.key")
-	cmd := exec.Command(kilnBin, "serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-key-file", keyFile,
-		"--pool", "1", "--workspaces", "tmpfs", "--rate", "10000", "--burst", "10000")
-	stderr, _ := cmd.StderrPipe()
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var logs strings.Builder
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs.WriteString(sc.Text() + "\n")
-			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	s := &serve{cmd: cmd}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("kiln serve did not stop on SIGTERM")
-		}
-		// Active sessions keep their workspaces across a stop, by design;
-		// the test's are removed here, before its data directory.
-		ws, err := workspace.OpenKind(filepath.Join(data, "workspaces"), workspace.Tmpfs)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		ids, _ := ws.List()
-		for _, id := range ids {
-			if err := ws.Remove(id); err != nil {
-				t.Error(err)
-			}
-		}
-	})
-	select {
-	case addr := <-found:
-		s.url = "http://" + addr
-	case <-time.After(60 * time.Second):
-		t.Fatalf("kiln serve did not start:\n%s", logs.String())
-	}
-	b, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.key = strings.TrimSpace(string(b))
-	return s
+	s := testkiln.Start(t, testkiln.Options{Bin: kilnBin,
+		Args: []string{"--pool", "1", "--workspaces", "tmpfs", "--rate", "10000", "--burst", "10000"}})
+	return &serve{url: s.URL, key: s.Key}
 }

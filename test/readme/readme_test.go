@@ -4,21 +4,20 @@
 package readme_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"image/png"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/test/testkiln"
 )
 
 // readmeServer is the address the README's commands use; the test's
@@ -228,75 +227,12 @@ func checkPNG(t *testing.T, file string) {
 	}
 }
 
-var addrRE = regexp.MustCompile(`msg="kiln serving" addr=(\S+)`)
-
 // startServe runs kiln serve on a fresh data directory and returns its URL
 // and admin key; it is stopped when the test ends.
 func startServe(t *testing.T) (url, key string) {
 	t.Helper()
-	data := t.TempDir()
-	os.Chmod(filepath.Dir(data), 0o711) // sandboxes reach their workspaces
-	os.Chmod(data, 0o711)
-	keyFile := filepath.Join(data, "admin.key")
-	cmd := exec.Command(kilnBin, "serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-key-file", keyFile, "--pool", "0")
-	stderr, _ := cmd.StderrPipe()
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	found := make(chan string, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs.WriteString(sc.Text() + "\n")
-			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		<-done
-		cmd.Wait()
-		// Sessions outlive a stop, by design, and so do their workspaces'
-		// mounts; the test's go with it.
-		unmountUnder(t, data)
-	})
-	select {
-	case addr := <-found:
-		url = "http://" + addr
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("kiln serve did not start")
-	}
-	b, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return url, strings.TrimSpace(string(b))
-}
-
-// unmountUnder detaches every mount below dir, deepest first.
-func unmountUnder(t *testing.T, dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	var points []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			points = append(points, f[4])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		if err := syscall.Unmount(points[i], syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", points[i], err)
-		}
-	}
+	s := testkiln.Start(t, testkiln.Options{Bin: kilnBin})
+	return s.URL, s.Key
 }
 
 // TestLocalWalkthrough runs the block of "Using it locally" as pasted,

@@ -4,14 +4,11 @@
 package service_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/test/testkiln"
 )
 
 var kilnBin string
@@ -53,54 +51,19 @@ func needRoot(t *testing.T) {
 
 // server is one `kiln serve` process on a data directory.
 type server struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	url  string
-	data string
-	key  string
-	logs *strings.Builder
+	*testkiln.Server
+	t   *testing.T
+	url string // through the checking proxy (checkedProxy)
+	key string
 }
-
-var addrRE = regexp.MustCompile(`msg="kiln serving" addr=(\S+)`)
 
 // start runs kiln serve on data (made 0711 so sandboxes reach their
 // workspaces) and waits until it listens.
 func start(t *testing.T, data string, extra ...string) *server {
 	t.Helper()
-	keyFile := filepath.Join(data, "admin.key")
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-key-file", keyFile, "--pool", "0", "--run-pool", "0"}, extra...)
-	cmd := exec.Command(kilnBin, args...)
-	stderr, _ := cmd.StderrPipe()
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ourServers.Store(cmd.Process.Pid, true)
-	s := &server{t: t, cmd: cmd, data: data, logs: &strings.Builder{}}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			s.logs.WriteString(line + "\n")
-			if m := addrRE.FindStringSubmatch(line); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	select {
-	case addr := <-found:
-		s.url = checkedProxy(t, "http://"+addr)
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("kiln serve did not start:\n%s", s.logs)
-	}
-	b, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.key = strings.TrimSpace(string(b))
-	return s
+	srv := testkiln.Start(t, testkiln.Options{Bin: kilnBin, Data: data, Args: append([]string{"--run-pool", "0"}, extra...)})
+	ourServers.Store(srv.Cmd.Process.Pid, true)
+	return &server{Server: srv, t: t, url: checkedProxy(t, srv.URL), key: srv.Key}
 }
 
 func (s *server) client(key string) *client.Client {
@@ -112,17 +75,7 @@ func (s *server) client(key string) *client.Client {
 }
 
 // stop ends the server with SIGTERM and waits.
-func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		s.cmd.Process.Kill()
-		s.t.Errorf("kiln serve did not stop on SIGTERM:\n%s", s.logs)
-	}
-}
+func (s *server) stop() { s.Stop() }
 
 func dataDir(t *testing.T) string {
 	d := t.TempDir()

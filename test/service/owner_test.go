@@ -16,7 +16,7 @@ func TestOwnSandboxesOnly(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	other := start(t, dataDir(t), "--pool", "2")
 	defer other.stop()
-	otherPid := other.cmd.Process.Pid
+	otherPid := other.Cmd.Process.Pid
 	ourServers.Delete(otherPid) // a server the tests did not start
 	pool := waitPool(t, otherPid, 2)
 	counted := map[string]bool{}

@@ -48,10 +48,10 @@ func TestSIGKILLMidCell(t *testing.T) {
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
-	if err := srv.cmd.Process.Kill(); err != nil {
+	if err := srv.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	srv.cmd.Wait()
+	srv.Cmd.Wait()
 	waitNoSandboxes(t, "after SIGKILL")
 
 	srv = start(t, data)
