@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -457,20 +457,6 @@ func TestShareEvents(t *testing.T) {
 	}
 }
 
-// readEvent reads one server-sent event, skipping keep-alives.
-func readEvent(r *bufio.Reader) (client.Event, error) {
-	var ev client.Event
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return ev, err
-		}
-		if data, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: "); ok {
-			return ev, json.Unmarshal([]byte(data), &ev)
-		}
-	}
-}
-
 // TestShareRevokedWhileQueued: a collaborator's cell that waits behind
 // the owner's running cell does not run once the share is revoked in the
 // meantime: it ends with 404 and is not in the history.
@@ -523,5 +509,66 @@ func TestShareRevokedWhileQueued(t *testing.T) {
 	h, err := s.owner.History(ctx, s.session, 0, "")
 	if err != nil || len(h.Executions) != 1 {
 		t.Errorf("history after the revoke: %+v, %v; want only the owner's cell", h, err)
+	}
+}
+
+// TestShareRoleAndBadInput: a role change takes effect on the next
+// request both ways (PUT again answers 200, a new share 201); a bad role,
+// sharing with oneself and an unknown user are 400, 400 and 404 with a
+// message that says what is wrong.
+func TestShareRoleAndBadInput(t *testing.T) {
+	s := newShared(t, options{})
+	ctx := ctxT(t)
+	run := func() error {
+		_, err := s.viewer.Exec(ctx, s.session, client.ExecRequest{Code: "print(1)"})
+		return err
+	}
+	wantProblem(t, "a viewer runs a cell", run(), http.StatusForbidden, "forbidden")
+	put := func(c *client.Client, user, role string) (int, error) {
+		req, _ := http.NewRequestWithContext(ctx, "PUT", s.e.url+"/v1/sessions/"+s.session+"/shares/"+user, strings.NewReader(`{"role":"`+role+`"}`))
+		req.Header.Set("Authorization", "Bearer "+s.keys[c])
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if code, err := put(s.owner, s.viewerID, "collaborator"); err != nil || code != http.StatusOK {
+		t.Fatalf("changing the role: %d, %v; want 200", code, err)
+	}
+	if err := run(); err != nil {
+		t.Errorf("after the change to collaborator: %v", err)
+	}
+	if code, err := put(s.owner, s.strangerID, "viewer"); err != nil || code != http.StatusCreated {
+		t.Fatalf("a new share: %d, %v; want 201", code, err)
+	}
+	if _, err := s.owner.ShareSession(ctx, s.session, s.viewerID, "viewer"); err != nil {
+		t.Fatal(err)
+	}
+	wantProblem(t, "after the change back to viewer", run(), http.StatusForbidden, "forbidden")
+
+	_, err := s.owner.ShareSession(ctx, s.session, s.viewerID, "admin")
+	if p := wantProblem(t, "role admin", err, http.StatusBadRequest, "invalid"); !strings.Contains(p.Detail, "viewer, collaborator") {
+		t.Errorf("the problem does not say which roles exist: %q", p.Detail)
+	}
+	_, err = s.owner.ShareSession(ctx, s.session, s.ownerID, "viewer")
+	wantProblem(t, "sharing with oneself", err, http.StatusBadRequest, "invalid")
+	_, err = s.owner.ShareSession(ctx, s.session, "nobody", "viewer")
+	if p := wantProblem(t, "an unknown user", err, http.StatusNotFound, "not_found"); !strings.Contains(p.Detail, "no user") {
+		t.Errorf("the problem does not name the user: %q", p.Detail)
+	}
+	shares, err := s.owner.Shares(ctx, s.session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]string{}
+	for _, sh := range shares.Shares {
+		roles[sh.UserID] = sh.Role
+	}
+	want := map[string]string{s.collabID: "collaborator", s.viewerID: "viewer", s.strangerID: "viewer"}
+	if fmt.Sprint(roles) != fmt.Sprint(want) {
+		t.Errorf("shares = %v, want %v", roles, want)
 	}
 }
