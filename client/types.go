@@ -240,7 +240,7 @@ type WSMessage struct {
 type RunRequest struct {
 	Language string   `json:"language"`
 	Code     string   `json:"code"`
-	Args     []string `json:"args,omitempty"`
+	Args     []string `json:"args,omitempty"` // program languages, Python, JavaScript and bash (as a script's argv)
 	Stdin    string   `json:"stdin,omitempty"`
 	Files    []File   `json:"files,omitempty"`
 	Limits   Limits   `json:"limits,omitempty"`

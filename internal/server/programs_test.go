@@ -100,6 +100,26 @@ with open("out.txt", "w") as f:
 	}
 }
 
+// TestRunScriptArgs: a one-shot Python run takes arguments as a script
+// does (sys.argv) and ends with sys.exit()'s status; a kernel language
+// without a script form refuses them, saying which languages take them.
+func TestRunScriptArgs(t *testing.T) {
+	e := newEnv(t, options{})
+	ctx := ctxT(t)
+	ada := e.user("ada")
+	res, err := ada.Run(ctx, client.RunRequest{Language: "python", Code: "import sys\nprint(sys.argv)\nsys.exit(3)", Args: []string{"a", "b c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Result; r.Stdout != "['main.py', 'a', 'b c']\n" || r.ExitCode == nil || *r.ExitCode != 3 || r.Error != nil {
+		t.Errorf("result %+v (exit code %v); want the argv printed, exit code 3, no error", r, r.ExitCode)
+	}
+	_, err = ada.Run(ctx, client.RunRequest{Language: "sql", Code: "select 1", Args: []string{"a"}})
+	if err == nil || !strings.Contains(err.Error(), "takes no arguments") || !strings.Contains(err.Error(), "python") {
+		t.Errorf("sql with arguments: %v; want a refusal that names the languages that take them", err)
+	}
+}
+
 func htmlOf(data map[string]json.RawMessage) string {
 	var s string
 	json.Unmarshal(data["text/html"], &s)
