@@ -572,3 +572,58 @@ func TestShareRoleAndBadInput(t *testing.T) {
 		t.Errorf("shares = %v, want %v", roles, want)
 	}
 }
+
+// TestShareQueueChargesOwner: with one cell at a time per user, a
+// collaborator's cell in the owner's session waits for the owner's slot
+// (queued, reason "user") while the owner runs a cell elsewhere; the
+// collaborator's own session does not wait.
+func TestShareQueueChargesOwner(t *testing.T) {
+	s := newShared(t, options{svc: service.Config{UserConcurrency: 1}})
+	ctx := ctxT(t)
+	other, err := s.owner.CreateSession(ctx, client.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := make(chan error, 1)
+	go func() {
+		_, err := s.owner.Exec(ctx, other.ID, client.ExecRequest{Code: "import time\ntime.sleep(60)"})
+		owner <- err
+	}()
+	for {
+		h, err := s.owner.History(ctx, other.ID, 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Executions) == 1 && h.Executions[0].Status == "running" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	own, err := s.collab.CreateSession(ctx, client.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ownQueued bool
+	if _, err := s.collab.ExecStream(ctx, own.ID, client.ExecRequest{Code: "print(1)"}, func(ev client.Event) {
+		ownQueued = ownQueued || ev.Type == client.EventQueued
+	}); err != nil || ownQueued {
+		t.Errorf("the collaborator's own session: %v, queued %v; want it to run at once", err, ownQueued)
+	}
+	var reason string
+	if _, err := s.collab.ExecStream(ctx, s.session, client.ExecRequest{Code: "print(2)"}, func(ev client.Event) {
+		if ev.Type == client.EventQueued && reason == "" {
+			reason = ev.Reason
+			// The owner's slot frees when its cell stops.
+			go s.owner.Interrupt(ctx, other.ID)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if reason != "user" {
+		t.Errorf("the collaborator's cell in the owner's session was queued for %q, want %q (the owner's slot)", reason, "user")
+	}
+	s.owner.Interrupt(ctx, other.ID)
+	if err := <-owner; err != nil {
+		t.Fatal(err)
+	}
+}
