@@ -56,11 +56,11 @@ func postgresArgv(argv []string) []string {
 	return append([]string{"/usr/bin/setpriv", "--reuid=" + strconv.Itoa(nobody), "--regid=" + strconv.Itoa(nobody), "--clear-groups", "--"}, argv...)
 }
 
-func startPostgres(t testing.TB, dir string) *localKernel {
+func startPostgres(t testing.TB, dir string, env ...string) *localKernel {
 	t.Helper()
 	postgresReady(t)
 	argv, payload := Postgres().Boot()
-	return kerneltest.StartBoot(t, postgresArgv(argv), nil, payload, dir)
+	return kerneltest.StartBoot(t, postgresArgv(argv), env, payload, dir)
 }
 
 // serverPid is the pid in postmaster.pid, or 0.
@@ -496,5 +496,44 @@ func TestPostgresComplete(t *testing.T) {
 		if !cmp.Equal(got.Matches, tc.want, cmpopts.EquateEmpty()) || got.CursorStart != tc.start || got.CursorEnd != len([]rune(tc.code)) {
 			t.Errorf("complete %q = %+v, want %q from %d", tc.code, got, tc.want, tc.start)
 		}
+	}
+}
+
+// TestPostgresTemplate: with a template cluster whose superuser is the
+// kernel's user (scripts/deps makes one for the sandbox's user), a new
+// workspace gets a copy of it instead of an initdb; with one of another
+// user, initdb runs.
+func TestPostgresTemplate(t *testing.T) {
+	postgresReady(t)
+	tpl := postgresWorkspace(t) // nobody may write it; initdb runs as nobody
+	user := "nobody"
+	if os.Geteuid() != 0 {
+		user = os.Getenv("USER")
+	}
+	argv := postgresArgv([]string{"/usr/lib/postgresql/15/bin/initdb", "-D", filepath.Join(tpl, "data"), "-U", user, "-A", "trust",
+		"-E", "UTF8", "--locale=C.UTF-8", "--no-sync", "--no-instructions", "--wal-segsize=1"})
+	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v: %s", err, out)
+	}
+	out, err := exec.Command("/usr/lib/postgresql/15/bin/pg_controldata", filepath.Join(tpl, "data")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(strings.SplitN(strings.SplitN(string(out), "Database system identifier:", 2)[1], "\n", 2)[0])
+	systemID := func(k *localKernel) any {
+		return pgRows(t, k, "SELECT system_identifier::text FROM pg_control_system()")[0][0]
+	}
+
+	os.WriteFile(filepath.Join(tpl, "data.user"), []byte(user+"\n"), 0o644)
+	k := startPostgres(t, postgresWorkspace(t), "KILN_POSTGRES_TEMPLATE="+filepath.Join(tpl, "data"))
+	if got := systemID(k); got != id {
+		t.Errorf("system identifier %v, want the template's %s", got, id)
+	}
+	pgOK(t, k, "CREATE TABLE mine(x int)")
+
+	os.WriteFile(filepath.Join(tpl, "data.user"), []byte("someone-else\n"), 0o644)
+	k = startPostgres(t, postgresWorkspace(t), "KILN_POSTGRES_TEMPLATE="+filepath.Join(tpl, "data"))
+	if got := systemID(k); got == id {
+		t.Errorf("another user's template was copied")
 	}
 }

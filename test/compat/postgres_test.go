@@ -148,8 +148,9 @@ func pgText(r kiln.CellResult) string {
 }
 
 // TestPostgresFirstQuery reports the time from a new session's first
-// postgres cell (the kernel's start, initdb and the server's start in the
-// sandbox) to its answer: the median of five sessions.
+// postgres cell (the kernel's start, the cluster's copy or initdb and the
+// server's start in the sandbox) to its answer: the median of five
+// sessions.
 func TestPostgresFirstQuery(t *testing.T) {
 	e := postgresEngine(t)
 	var times []time.Duration
@@ -162,7 +163,7 @@ func TestPostgresFirstQuery(t *testing.T) {
 		s.Close(context.Background())
 	}
 	slices.Sort(times)
-	t.Logf("time to the first query (kernel, initdb, server start, SELECT 1): median %v of %v", times[len(times)/2], times)
+	t.Logf("time to the first query (the kernel, the cluster: a copy of the template or initdb, the server's start, SELECT 1): median %v of %v", times[len(times)/2], times)
 }
 
 // TestPostgresSandbox: what only a sandboxed session shows. A timeout
