@@ -97,6 +97,23 @@ func (g *Gateway) forget(sid string) {
 	}
 }
 
+// prune forgets the state of u's kernels whose sessions ended without the
+// gateway (idle expiry, DELETE /v1/sessions/{id}), so that it does not
+// pile up; front ends list kernels often.
+func (g *Gateway) prune(u kiln.User, active map[string]bool) {
+	g.mu.Lock()
+	var gone []string
+	for sid, k := range g.kernels {
+		if k.owner.ID == u.ID && !active[sid] {
+			gone = append(gone, sid)
+		}
+	}
+	g.mu.Unlock()
+	for _, sid := range gone {
+		g.forget(sid)
+	}
+}
+
 // kernelModel is the REST form of a kernel.
 type kernelModel struct {
 	ID             string `json:"id"`
@@ -128,9 +145,12 @@ func (g *Gateway) listKernels(w http.ResponseWriter, r *http.Request, u kiln.Use
 		return err
 	}
 	out := []kernelModel{}
+	active := map[string]bool{}
 	for _, rec := range recs {
 		out = append(out, g.model(rec))
+		active[rec.ID] = true
 	}
+	g.prune(u, active)
 	return writeJSON(w, http.StatusOK, out)
 }
 

@@ -370,3 +370,36 @@ func TestJupyterChannelsV1(t *testing.T) {
 		}
 	}
 }
+
+// TestJupyterKernelEndedThroughKilnAPI: a kernel whose session ends
+// through kiln's own API (or its idle TTL) is gone from the gateway too,
+// and its open channels are closed when the kernels are listed.
+func TestJupyterKernelEndedThroughKilnAPI(t *testing.T) {
+	e := newEnv(t, options{})
+	auth := "token " + e.key
+	code, k, b := jupyterDo(t, e, "POST", "/api/kernels", auth, `{}`)
+	if code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, b)
+	}
+	id := fmt.Sprint(k["id"])
+	ws, _, err := websocket.Dial(ctxT(t), "ws"+strings.TrimPrefix(e.url, "http")+"/api/kernels/"+id+"/channels?token="+e.key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if err := e.admin.DeleteSession(ctxT(t), strings.ReplaceAll(id, "-", "")); err != nil {
+		t.Fatal(err)
+	}
+	if code, b := jupyterList(t, e, auth); code != http.StatusOK || strings.Contains(b, id) {
+		t.Errorf("the kernel list after its session ended: %d %s", code, b)
+	}
+	for err == nil {
+		_, _, err = ws.Read(ctxT(t))
+	}
+	if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Errorf("the ended kernel's socket: %v, want closed normally", err)
+	}
+	if code, _, _ := jupyterDo(t, e, "GET", "/api/kernels/"+id, auth, ""); code != http.StatusNotFound {
+		t.Errorf("GET the ended kernel: %d, want 404", code)
+	}
+}
