@@ -55,8 +55,11 @@ var table = []Language{
 	},
 	{
 		Name: "postgres", Aliases: []string{"postgresql", "pg"}, Kind: REPL, Ext: ".pgsql",
-		Binary:  "/usr/lib/postgresql/15/bin/postgres",
-		Version: []string{"--version"},
+		Binary: "/usr/lib/postgresql/15/bin/postgres",
+		// The kernel needs the driver too: a host without it fails the probe.
+		Version: []string{"/usr/bin/python3", "-c", "import re, subprocess, sys; sys.path.append('/usr/lib/python3/dist-packages'); import psycopg2; " +
+			"v = subprocess.run(['/usr/lib/postgresql/15/bin/postgres', '--version'], capture_output=True, text=True).stdout; " +
+			"print('PostgreSQL', re.search(r'[0-9]+[.][0-9]+', v).group(0), 'with psycopg2', psycopg2.__version__.split()[0])"},
 		Package: "the Debian packages postgresql-15 and python3-psycopg2",
 		Kernel:  kernels.Postgres,
 	},
