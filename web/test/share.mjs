@@ -112,6 +112,23 @@ async function main() {
   check((await remote.locator(".cell-status").innerText()).includes(`run by`), "A sees B's cell, its output and who ran it");
   await shot(a.page, "share-03-a-sees-b");
 
+  // A makes B a viewer: B's notebook reads, runs nothing, and still sees A's cells live.
+  await a.page.getByRole("button", { name: "share the session with other users" }).click();
+  await a.page.locator("#share-user").fill(userB);
+  await a.page.locator("#share-role").selectOption("viewer");
+  await a.page.getByRole("button", { name: "Share", exact: true }).click();
+  await a.page.locator(`tr[data-share="${userB}"]`, { hasText: "viewer" }).waitFor();
+  await a.page.getByRole("button", { name: "close the share dialog" }).click();
+  await b.page.reload();
+  await b.page.waitForSelector("body[data-ready=notebook]", { timeout: 120000 });
+  check((await b.page.locator(".nb-bar").innerText()).includes("shared with you as viewer"), "B's notebook says B is now a viewer");
+  check((await b.page.getByRole("button", { name: "run all cells" }).count()) === 0, "a viewer's notebook has no Run all");
+  await b.page.waitForTimeout(500); // the event stream is open
+  await run(a.page, 0, 'print("A again, for the viewer")');
+  await seesRemote(b.page, "A again, for the viewer");
+  check(true, "the viewer B sees A's new cell live");
+  await shot(b.page, "share-04-viewer");
+
   // A revokes: B's next request is a 404.
   await a.page.getByRole("button", { name: "share the session with other users" }).click();
   await a.page.getByRole("button", { name: `revoke the share of ${userB}` }).click();
