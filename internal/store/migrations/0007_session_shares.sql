@@ -15,3 +15,5 @@ CREATE INDEX session_shares_user ON session_shares (user_id, session_id);
 -- before sharing existed.
 ALTER TABLE executions ADD COLUMN actor TEXT NOT NULL DEFAULT '';
 ALTER TABLE audit_log ADD COLUMN actor TEXT NOT NULL DEFAULT '';
+-- What one user did, everywhere (GET /v1/audit?actor=).
+CREATE INDEX audit_log_actor ON audit_log (actor, at, id);
