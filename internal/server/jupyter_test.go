@@ -228,6 +228,19 @@ func TestJupyterChannels(t *testing.T) {
 		t.Errorf("after the reply: %+v, want idle", idle.Content)
 	}
 
+	// A silent request runs, publishes nothing and takes no number.
+	silent := executeContent("print('hidden')\n'hidden'")
+	silent["silent"] = true
+	id = c.send("shell", "execute_request", silent)
+	reply, seen = c.until(id, "shell", "execute_reply")
+	if len(seen) != 1 || seen[0].Header["msg_type"] != "status" {
+		t.Errorf("a silent execute published %+v, want only its busy status", seen)
+	}
+	id = c.send("shell", "execute_request", executeContent("1"))
+	if r, _ := c.until(id, "shell", "execute_reply"); r.Content["execution_count"] != 2.0 {
+		t.Errorf("after a silent execute the count is %v, want 2", r.Content["execution_count"])
+	}
+
 	first := c.send("shell", "execute_request", executeContent("import time\ntime.sleep(0.5)\n1/0"))
 	second := c.send("shell", "execute_request", executeContent("'ran'"))
 	if r, _ := c.until(first, "shell", "execute_reply"); r.Content["status"] != "error" || r.Content["ename"] != "ZeroDivisionError" {

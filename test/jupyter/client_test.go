@@ -17,7 +17,7 @@ func TestJupyterClientDirect(t *testing.T) {
 	need(t, map[string]string{"jupyter_client": "python3-jupyter-client", "tornado": "python3-tornado"})
 	s := startServe(t)
 	out := runPython(t, 5*time.Minute, "direct.py", s.url, s.key)
-	for _, step := range []string{"start", "kernel_info", "execute_result", "stream", "error", "input", "complete", "is_complete", "inspect_comm", "interrupt", "restart", "delete"} {
+	for _, step := range []string{"start", "kernel_info", "execute_result", "stream", "error", "input", "password", "complete", "is_complete", "inspect_comm", "interrupt", "restart", "delete"} {
 		if !strings.Contains(out, `{"ok": "`+step+`"`) {
 			t.Errorf("step %s did not pass:\n%s", step, out)
 		}

@@ -148,6 +148,17 @@ async def main():
         fail("input", [prompts, reply, iopub])
     print(json.dumps({"ok": "input", "prompt": prompts[0], "stream": text}))
 
+    secrets = []
+
+    def secret(content):
+        secrets.append(content)
+        return "hunter2"
+    reply, iopub = await k.execute("import getpass\nprint(len(getpass.getpass('Secret: ')))", allow_stdin=True, on_input=secret)
+    text = "".join(m["content"]["text"] for m in iopub if m["msg_type"] == "stream")
+    if len(secrets) != 1 or secrets[0] != {"prompt": "Secret: ", "password": True} or text != "7\n":
+        fail("getpass", [secrets, reply, iopub])
+    print(json.dumps({"ok": "password"}))
+
     reply, _ = await k.request("complete_request", {"code": "import os\nos.pa", "cursor_pos": 14})
     if reply["content"]["status"] != "ok" or "path" not in [m.split(".")[-1] for m in reply["content"]["matches"]]:
         fail("complete", reply)
