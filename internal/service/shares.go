@@ -176,6 +176,10 @@ const (
 // dropped: a slow reader never slows a cell down.
 const watchBuffer = 512
 
+// MaxWatchersPerSession bounds the open event streams of one session (a
+// goroutine and a buffer each), whoever opened them.
+const MaxWatchersPerSession = 64
+
 // WatchSession streams the events of every cell of the session, whoever
 // runs it, to u (the owner or a user it is shared with). The channel
 // closes when stop is called, when u's share is revoked, when the session
@@ -188,7 +192,9 @@ func (s *Service) WatchSession(ctx context.Context, u kiln.User, sessionID strin
 		return nil, nil, nil, err
 	}
 	w := &watcher{user: u.ID, ch: make(chan SessionEvent, watchBuffer)}
-	s.watchers.add(a.l.rec.ID, w)
+	if !s.watchers.add(a.l.rec.ID, w, MaxWatchersPerSession) {
+		return nil, nil, nil, kiln.Errorf(kiln.QuotaExceeded, "the session has %d open event streams, the most allowed; close one first", MaxWatchersPerSession)
+	}
 	// A revoke between the check above and add would miss w: check again.
 	if _, err := s.authorize(ctx, u, sessionID, kiln.RoleViewer); err != nil {
 		s.watchers.remove(sessionID, w)
@@ -214,9 +220,13 @@ type watchers struct {
 	by map[string]map[*watcher]struct{}
 }
 
-func (ws *watchers) add(session string, w *watcher) {
+// add adds w to the session's watchers, unless it has max already.
+func (ws *watchers) add(session string, w *watcher, max int) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	if len(ws.by[session]) >= max {
+		return false
+	}
 	if ws.by == nil {
 		ws.by = map[string]map[*watcher]struct{}{}
 	}
@@ -224,6 +234,7 @@ func (ws *watchers) add(session string, w *watcher) {
 		ws.by[session] = map[*watcher]struct{}{}
 	}
 	ws.by[session][w] = struct{}{}
+	return true
 }
 
 func (ws *watchers) remove(session string, w *watcher) {

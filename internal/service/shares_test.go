@@ -14,8 +14,8 @@ func TestWatcherFallsBehind(t *testing.T) {
 	var ws watchers
 	slow := &watcher{user: "a", ch: make(chan SessionEvent, watchBuffer)}
 	other := &watcher{user: "b", ch: make(chan SessionEvent, 2*watchBuffer)}
-	ws.add("s1", slow)
-	ws.add("s1", other)
+	ws.add("s1", slow, 2)
+	ws.add("s1", other, 2)
 	done := make(chan struct{})
 	go func() {
 		for range watchBuffer + 1 {
@@ -47,9 +47,12 @@ func TestWatchersDrop(t *testing.T) {
 	a1 := &watcher{user: "a", ch: make(chan SessionEvent, 1)}
 	b1 := &watcher{user: "b", ch: make(chan SessionEvent, 1)}
 	a2 := &watcher{user: "a", ch: make(chan SessionEvent, 1)}
-	ws.add("s1", a1)
-	ws.add("s1", b1)
-	ws.add("s2", a2)
+	ws.add("s1", a1, 2)
+	ws.add("s1", b1, 2)
+	ws.add("s2", a2, 2)
+	if ws.add("s1", &watcher{user: "c", ch: make(chan SessionEvent, 1)}, 2) {
+		t.Error("a third watcher of s1 was added past the bound of 2")
+	}
 	ws.drop("s1", func(w *watcher) bool { return w.user == "a" })
 	ws.remove("s1", a1) // again: no double close
 	if _, open := <-a1.ch; open {
