@@ -33,7 +33,7 @@ func (k *kernel) shell(m *inMsg) (stopQueue bool) {
 	case "is_complete_request":
 		k.isComplete(m)
 	case "history_request":
-		k.reply(m, "history_reply", map[string]any{"status": "ok", "history": []any{}})
+		k.history(m)
 	case "comm_info_request":
 		k.reply(m, "comm_info_reply", map[string]any{"status": "ok", "comms": map[string]any{}})
 	case "comm_open":

@@ -416,3 +416,30 @@ func TestJupyterKernelEndedThroughKilnAPI(t *testing.T) {
 		t.Errorf("GET the ended kernel: %d, want 404", code)
 	}
 }
+
+// TestJupyterHistory: history_request answers from the kiln session's
+// history: the last n cells with their numbers, or a range.
+func TestJupyterHistory(t *testing.T) {
+	e := newEnv(t, options{})
+	code, k, b := jupyterDo(t, e, "POST", "/api/kernels", "token "+e.key, `{}`)
+	if code != http.StatusCreated {
+		t.Fatalf("start: %d %s", code, b)
+	}
+	ws, _, err := websocket.Dial(ctxT(t), "ws"+strings.TrimPrefix(e.url, "http")+"/api/kernels/"+fmt.Sprint(k["id"])+"/channels?token="+e.key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	c := &jws{t: t, ws: ws}
+	for _, code := range []string{"a = 1", "b = 2", "a + b"} {
+		c.until(c.send("shell", "execute_request", executeContent(code)), "shell", "execute_reply")
+	}
+	r, _ := c.until(c.send("shell", "history_request", map[string]any{"hist_access_type": "tail", "n": 2, "output": false, "raw": true}), "shell", "history_reply")
+	if got, _ := json.Marshal(r.Content["history"]); string(got) != `[[0,2,"b = 2"],[0,3,"a + b"]]` {
+		t.Errorf("tail 2: %s", got)
+	}
+	r, _ = c.until(c.send("shell", "history_request", map[string]any{"hist_access_type": "range", "session": 0, "start": 1, "stop": 2}), "shell", "history_reply")
+	if got, _ := json.Marshal(r.Content["history"]); string(got) != `[[0,1,"a = 1"]]` {
+		t.Errorf("range 1-2: %s", got)
+	}
+}
