@@ -335,13 +335,14 @@ func TestNotebookServerThroughGateway(t *testing.T) {
 		}
 
 		// Interrupt a loop through the notebook server's REST API.
-		id := ch.send("shell", "execute_request", map[string]any{"code": "while True:\n    pass", "silent": false,
+		// Interrupted once it runs (it says so): an interrupt before the
+		// cell starts would find nothing to stop.
+		id := ch.send("shell", "execute_request", map[string]any{"code": "print('looping', flush=True)\nwhile True:\n    pass", "silent": false,
 			"store_history": true, "user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true})
 		interrupted := false
 		reply, iopub = ch.collect(id, 2*time.Minute, func(m jmsg) {
-			if m.msgType() == "execute_input" && !interrupted {
+			if m.msgType() == "stream" && !interrupted {
 				interrupted = true
-				time.Sleep(time.Second) // the loop is running
 				if code, b := nb.do(t, "POST", "/api/kernels/"+kid+"/interrupt", nil); code != http.StatusNoContent {
 					t.Errorf("interrupt: %d %s", code, b)
 				}

@@ -6,7 +6,6 @@ as the notebook server's gateway client uses. Usage:
     direct.py URL KEY
 Prints one JSON line per check; exits 1 on the first failure.
 """
-import asyncio
 import json
 import re
 import sys
@@ -181,14 +180,13 @@ async def main():
     print(json.dumps({"ok": "inspect_comm"}))
 
     # interrupt_request on the control channel stops a running cell.
-    run = await k.send("shell", "execute_request", {"code": "import time\nwhile True:\n    time.sleep(0.1)", "silent": False,
+    run = await k.send("shell", "execute_request", {"code": "import time\nprint('looping', flush=True)\nwhile True:\n    time.sleep(0.1)", "silent": False,
                                                      "store_history": True, "user_expressions": {}, "allow_stdin": False})
     run_id, intr_id, exec_reply, intr_reply, ename = run["header"]["msg_id"], None, None, None, None
     while exec_reply is None or intr_reply is None:
         m = await k.recv()
         pid = m["parent_header"].get("msg_id")
-        if pid == run_id and m["msg_type"] == "execute_input" and intr_id is None:
-            await asyncio.sleep(1)
+        if pid == run_id and m["msg_type"] == "stream" and intr_id is None:  # the loop runs
             intr_id = (await k.send("control", "interrupt_request", {}))["header"]["msg_id"]
         elif pid == run_id and m["msg_type"] == "error":
             ename = m["content"]["ename"]
