@@ -537,3 +537,49 @@ func TestPostgresTemplate(t *testing.T) {
 		t.Errorf("another user's template was copied")
 	}
 }
+
+// TestPostgresBigResult: a query runs through a cursor, so a result of
+// millions of rows shows its first rows without the kernel fetching the
+// rest; statements a cursor cannot hold run as they are, and an error
+// leaves a transaction as it would without the cursor.
+func TestPostgresBigResult(t *testing.T) {
+	k := startPostgres(t, postgresWorkspace(t))
+	r := pgOK(t, k, "SELECT g, md5(g::text) AS h FROM generate_series(1, 3000000) g;")
+	if len(r.Displays) != 1 {
+		t.Fatalf("%d displays", len(r.Displays))
+	}
+	if got := len(tableOf(t, r.Displays[0]).Rows); got != 10000 || !strings.Contains(text(t, r.Displays[0]), "(first 10000 rows shown; the result has more)") {
+		t.Errorf("%d rows shown; text ends %q", got, text(t, r.Displays[0])[len(text(t, r.Displays[0]))-60:])
+	}
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(k.Cmd.Process.Pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {
+			if kb, _ := strconv.Atoi(f[1]); kb > 100<<10 {
+				t.Errorf("the kernel's peak memory is %d kB: it fetched the whole result", kb)
+			}
+		}
+	}
+
+	r = pgOK(t, k, "SELECT 7 AS a INTO newt;\nWITH d AS (DELETE FROM newt RETURNING a) SELECT sum(a) AS deleted FROM d;")
+	if got := tableOf(t, r.Displays[0]).Rows; !cmp.Equal(got, [][]any{{7.0}}) {
+		t.Errorf("SELECT INTO, then a data-modifying WITH: %v (stdout %q)", got, r.Stdout)
+	}
+
+	r = k.Exec("SELECT 1 / 0;")
+	if r.Error == nil || r.Error.Name != "DivisionByZero" {
+		t.Errorf("1 / 0: %+v", r.Error)
+	}
+	pgOK(t, k, "SELECT 1;") // no transaction was left open
+	pgOK(t, k, "BEGIN;")
+	if r := k.Exec("SELECT 1 / 0;"); r.Error == nil || r.Error.Name != "DivisionByZero" {
+		t.Errorf("1 / 0 in a transaction: %+v", r.Error)
+	}
+	if r := k.Exec("SELECT 1;"); r.Error == nil || r.Error.Name != "InFailedSqlTransaction" {
+		t.Errorf("after an error the transaction must be aborted, as in psql: %+v", r.Error)
+	}
+	pgOK(t, k, "ROLLBACK;")
+	pgOK(t, k, "SELECT 1;")
+}

@@ -49,7 +49,9 @@ application/json ({"columns", "rows"}: integers and floats as numbers,
 booleans as true/false, json and jsonb as JSON, numeric and every other
 type as PostgreSQL's text, so no precision is lost). Values are
 PostgreSQL's own text output. At most MAX_ROWS rows and about MAX_BYTES per
-format are shown. INSERT, UPDATE, DELETE, MERGE and COPY print "N rows
+format are shown; a query (SELECT, VALUES, TABLE, WITH) runs through a
+cursor, as psql's FETCH_COUNT does, so only those rows are computed and
+fetched (a volatile function in the select list runs for those rows only). INSERT, UPDATE, DELETE, MERGE and COPY print "N rows
 affected"; notices (RAISE NOTICE) go to stderr.
 
 An interrupt (SIGINT, sent on timeout and cancel) cancels the running query
@@ -737,6 +739,9 @@ WHERE x.indrelid = %s ORDER BY x.indisprimary DESC, i.relname"""
 CONSTRAINTS_SQL = """SELECT conname AS "Constraint", pg_catalog.pg_get_constraintdef(oid, true) AS "Definition"
 FROM pg_catalog.pg_constraint WHERE conrelid = %s AND contype IN ('f', 'c') ORDER BY conname"""
 
+# A statement that may be a cursor's query (run_query).
+QUERY_RE = re.compile(r"(SELECT|VALUES|TABLE|WITH)\b", re.IGNORECASE)
+
 LIST_KINDS = {
     "d": ["r", "p", "v", "m", "S", "f"], "dt": ["r", "p"], "dv": ["v"], "dm": ["m"],
     "di": ["i", "I"], "ds": ["S"], "dE": ["f"],
@@ -760,6 +765,9 @@ class Kernel:
         self.cell_active = False
         self.interrupted = False
         self.early = False
+        # Whether the user's statement runs: only then does an interrupt
+        # send a cancel, which must not hit the kernel's own cleanup.
+        self.querying = False
         self.wake_r, wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(wake_w, False)
@@ -778,7 +786,8 @@ class Kernel:
     def on_sigint(self, signum, frame):
         if self.cell_active:
             self.interrupted = True
-            self.server.cancel()
+            if self.querying:
+                self.server.cancel()
 
     def send(self, msg):
         line = json.dumps(msg, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -834,7 +843,7 @@ class Kernel:
                 worker.join(0.1)
                 # An interrupt that came before the query reached the
                 # server cancels nothing: repeat it until the cell ends.
-                if self.interrupted:
+                if self.interrupted and self.querying:
                     self.server.cancel()
         status = "interrupted" if self.interrupted else result["status"]
         self.cell_active = False
@@ -892,12 +901,70 @@ class Kernel:
                 return
 
     def run_statement(self, conn, cell, stmt, where):
+        if QUERY_RE.match(stmt) and self.run_query(conn, cell, stmt, where):
+            return
         with conn.cursor() as cur:
-            cur.execute(stmt)
+            self.user_execute(cur, stmt)
             self.notices(conn)
-            self.show(cur, cell, where)
+            self.show(cur, cell, where, lambda: cur.fetchmany(500))
 
-    def show(self, cur, cell, where, tag=None):
+    def user_execute(self, cur, sql):
+        self.querying = True
+        try:
+            cur.execute(sql)
+        finally:
+            self.querying = False
+
+    def run_query(self, conn, cell, stmt, where):
+        """Runs a query through a cursor, as psql does with FETCH_COUNT, so
+        that only the rows shown are computed and fetched: a huge result
+        never fills the kernel's memory. Outside a transaction it is one of
+        its own; inside the user's, a savepoint lets a statement that
+        cannot be a cursor's (SELECT INTO, a data-modifying WITH, an error
+        the plain run reports with its position) run plainly instead:
+        False then, with nothing done. An error while rows are fetched
+        leaves the user's transaction aborted, as without the cursor."""
+        began = conn.get_transaction_status() == psycopg2.extensions.TRANSACTION_STATUS_IDLE
+        with conn.cursor() as cur:
+            cur.execute("BEGIN" if began else "SAVEPOINT kiln_fetch")
+            try:
+                cur.execute("DECLARE kiln_rows NO SCROLL CURSOR FOR " + stmt)
+            except psycopg2.Error:
+                del conn.notices[:]
+                self.cleanup(conn, "ROLLBACK" if began else "ROLLBACK TO SAVEPOINT kiln_fetch; RELEASE SAVEPOINT kiln_fetch")
+                return False
+
+            def fetch():
+                self.user_execute(cur, "FETCH 500 FROM kiln_rows")
+                return cur.fetchall()
+
+            try:
+                first = [fetch()]  # and with it the columns
+                self.show(cur, cell, where, lambda: first.pop() if first else fetch())
+            except psycopg2.Error:
+                alive = not conn.closed and conn.get_transaction_status() != psycopg2.extensions.TRANSACTION_STATUS_UNKNOWN
+                if began and alive:
+                    self.cleanup(conn, "ROLLBACK")
+                raise
+            self.cleanup(conn, "CLOSE kiln_rows; " + ("COMMIT" if began else "RELEASE SAVEPOINT kiln_fetch"))
+        return True
+
+    def cleanup(self, conn, sql):
+        """Runs the kernel's own statements after a user's; a cancel sent
+        for the user's statement may still arrive and stop them, so they
+        are tried again."""
+        for _ in range(3):
+            try:
+                with conn.cursor() as cur:
+                    cur.execute(sql)
+                return
+            except psycopg2.extensions.QueryCanceledError:
+                continue
+
+    def show(self, cur, cell, where, fetch=None):
+        """Shows a statement's outcome: its rows (fetch gives them in
+        batches, cur.fetchmany by default) or the rows it changed."""
+        fetch = fetch or (lambda: cur.fetchmany(500))
         if cur.description is None:
             tag = (cur.statusmessage or "").split(" ")[0]
             if tag in ("INSERT", "UPDATE", "DELETE", "MERGE", "COPY", "SELECT") and cur.rowcount >= 0:
@@ -908,7 +975,7 @@ class Kernel:
         oids = [d.type_code for d in cur.description]
         rows, cost, more = [], 0, False
         while not more and not self.interrupted:
-            batch = cur.fetchmany(500)
+            batch = fetch()
             if not batch:
                 break
             for r in batch:
