@@ -583,3 +583,33 @@ func TestPostgresBigResult(t *testing.T) {
 	pgOK(t, k, "ROLLBACK;")
 	pgOK(t, k, "SELECT 1;")
 }
+
+// TestPostgresInterruptCopy: an interrupt cancels a \copy too; nothing of
+// it stays and the next cell runs.
+func TestPostgresInterruptCopy(t *testing.T) {
+	dir := postgresWorkspace(t)
+	var b strings.Builder
+	for i := 0; i < 3000000; i++ {
+		b.WriteString(strconv.Itoa(i))
+		b.WriteString(",some text to load\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := startPostgres(t, dir)
+	pgOK(t, k, "CREATE TABLE big(id int, s text);")
+	k.Send(kernelproto.Execute{Type: kernelproto.TExecute, Cell: "copy", Code: `\copy big FROM 'big.csv' WITH (FORMAT csv)`})
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	k.Interrupt()
+	var done kernelproto.Done
+	for done.Type != kernelproto.TDone {
+		mustUnmarshal(t, k.Read(10*time.Second), &done)
+	}
+	if done.Status != kernelproto.StatusInterrupted || time.Since(start) > 5*time.Second {
+		t.Errorf("done = %+v after %v, want interrupted at once", done, time.Since(start))
+	}
+	if got := pgRows(t, k, "SELECT count(*) FROM big"); !cmp.Equal(got, [][]any{{0.0}}) {
+		t.Errorf("rows after the cancelled copy: %v", got)
+	}
+}

@@ -1109,7 +1109,11 @@ pg_catalog.pg_encoding_to_char(encoding) AS "Encoding" FROM pg_catalog.pg_databa
         sql = "COPY %s %s %s %s" % (target, direction.upper(), "STDIN" if direction == "from" else "STDOUT", rest)
         with conn.cursor() as cur:
             with open(name, "rb" if direction == "from" else "wb") as f:
-                cur.copy_expert(sql, f)
+                self.querying = True
+                try:
+                    cur.copy_expert(sql, f)
+                finally:
+                    self.querying = False
             self.notices(conn)
             n = cur.rowcount
             sys.stdout.write("%d row%s %s\n" % (n, "" if n == 1 else "s", "copied" if direction == "from" else "written"))
