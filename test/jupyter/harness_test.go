@@ -6,22 +6,18 @@
 package jupyter_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/kiln-dev/kiln/internal/workspace"
+	"github.com/kiln-dev/kiln/test/testkiln"
 )
 
 // python is Debian's interpreter, which has Debian's Jupyter packages
@@ -68,9 +64,9 @@ func need(t *testing.T, modules map[string]string) {
 // serve is a `kiln serve` process.
 type serve struct {
 	url, key string
-	logs     *syncBuilder
 }
 
+// syncBuilder collects a child's output from its goroutines.
 type syncBuilder struct {
 	mu sync.Mutex
 	b  strings.Builder
@@ -88,73 +84,19 @@ func (s *syncBuilder) String() string {
 	return s.b.String()
 }
 
-var addrRE = regexp.MustCompile(`msg="kiln serving" addr=(\S+)`)
-
-// startServe runs kiln serve on a free port with its own data directory
-// and tmpfs workspaces, and stops it at the end of the test.
+// startServe runs kiln serve (test/testkiln) on a free port with its own
+// data directory and tmpfs workspaces; its log is shown when the test
+// fails.
 func startServe(t *testing.T) *serve {
 	t.Helper()
-	data := t.TempDir()
-	os.Chmod(filepath.Dir(data), 0o711) // the sandboxes' users reach their workspaces below it
-	os.Chmod(data, 0o711)
-	keyFile := filepath.Join(data, "admin.key")
-	cmd := exec.Command(kilnBin, "serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-key-file", keyFile,
-		"--pool", "0", "--run-pool", "0", "--workspaces", "tmpfs", "--rate", "10000", "--burst", "10000")
-	stderr, _ := cmd.StderrPipe()
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &serve{logs: &syncBuilder{}}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			s.logs.WriteString(sc.Text() + "\n")
-			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
+	s := testkiln.Start(t, testkiln.Options{Bin: kilnBin,
+		Args: []string{"--run-pool", "0", "--workspaces", "tmpfs", "--rate", "10000", "--burst", "10000"}})
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("kiln serve did not stop on SIGTERM")
-		}
-		// Active sessions keep their workspaces across a stop, by design;
-		// the test's are removed here, before its data directory.
-		ws, err := workspace.OpenKind(filepath.Join(data, "workspaces"), workspace.Tmpfs)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		ids, _ := ws.List()
-		for _, id := range ids {
-			if err := ws.Remove(id); err != nil {
-				t.Error(err)
-			}
-		}
 		if t.Failed() {
-			t.Logf("kiln serve's log:\n%s", s.logs.String())
+			t.Logf("kiln serve's log:\n%s", s.Logs())
 		}
 	})
-	select {
-	case addr := <-found:
-		s.url = "http://" + addr
-	case <-time.After(60 * time.Second):
-		t.Fatalf("kiln serve did not start:\n%s", s.logs.String())
-	}
-	b, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.key = strings.TrimSpace(string(b))
-	return s
+	return &serve{url: s.URL, key: s.Key}
 }
 
 // freePort is a TCP port nobody listens on now.
