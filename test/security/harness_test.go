@@ -489,7 +489,11 @@ func (s *suite) leftovers() ([]leftover, error) {
 	}
 	var left []leftover
 	for _, p := range procs {
-		left = append(left, leftover{p.String(), creator(p.pid)})
+		owner := creator(p.pid)
+		if _, err := readProc(p.pid); owner == 0 && err != nil {
+			continue // it exited while its parents were read: not left
+		}
+		left = append(left, leftover{p.String(), owner})
 	}
 	mounts, err := kilnMounts()
 	if err != nil {
@@ -553,6 +557,13 @@ func creator(pid int) int {
 // groupOwner is the creator of the sandbox whose cgroup is id, told from
 // the processes in it; 0 if the group is empty.
 func (s *suite) groupOwner(id string) int {
+	// The kiln process that made the sandbox holds its live file's flock
+	// from before the cgroup is made until after it is removed, so it owns
+	// a cgroup that has no process yet (being made) or no more (being
+	// torn down) too.
+	if pid := liveHolder(id); pid != 0 {
+		return pid
+	}
 	for _, sub := range []string{"agent", "user"} {
 		b, _ := os.ReadFile(filepath.Join(s.cg.Mounts.Memory, cgroupRoot, id, sub, "cgroup.procs"))
 		for _, f := range strings.Fields(string(b)) {
@@ -561,6 +572,31 @@ func (s *suite) groupOwner(id string) int {
 					return c
 				}
 			}
+		}
+	}
+	return 0
+}
+
+// liveHolder is the pid holding the flock on sandbox id's live file
+// (/run/kiln/live/<id>, native's markLive), or 0.
+func liveHolder(id string) int {
+	var st syscall.Stat_t
+	if syscall.Stat(filepath.Join(runtimeDir, "live", id), &st) != nil {
+		return 0
+	}
+	b, _ := os.ReadFile("/proc/locks")
+	// "1: FLOCK  ADVISORY  WRITE 1234 00:19:5678 0 EOF"; a waiter's line
+	// has "->" after the number and holds nothing.
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 6 || f[1] != "FLOCK" {
+			continue
+		}
+		dev := strings.Split(f[5], ":")
+		pid, perr := strconv.Atoi(f[4])
+		ino, ierr := strconv.ParseUint(dev[len(dev)-1], 10, 64)
+		if perr == nil && ierr == nil && ino == st.Ino {
+			return pid
 		}
 	}
 	return 0

@@ -79,6 +79,34 @@ func TestHarnessSeesProblems(t *testing.T) {
 			t.Errorf("a destroyed cgroup is still reported")
 		}
 	})
+	// A cgroup with no process whose live file another process holds (a
+	// sandbox that a kiln process on this host is making or tearing down)
+	// is that process's, not the suite's leftover.
+	t.Run("cgroup of another process", func(t *testing.T) {
+		id := "kiln-security-selfcheck-" + randomHex(4)
+		live := filepath.Join(runtimeDir, "live", id)
+		if err := os.MkdirAll(filepath.Dir(live), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(live)
+		holder := exec.Command("/usr/bin/flock", "--exclusive", live, "/bin/sleep", "30")
+		if err := holder.Start(); err != nil {
+			t.Skipf("cannot start flock: %v", err)
+		}
+		defer holder.Wait()
+		defer holder.Process.Kill()
+		for deadline := time.Now().Add(5 * time.Second); liveHolder(id) == 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		g, err := s.cg.Create(id, cgroups.Limits{MemoryBytes: 64 << 20, Pids: 16}, cgroups.DefaultAgentLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Destroy(t.Context())
+		if l := s.findLeftover(t, "cgroup "+cgroupRoot+"/"+id); l == nil || l.owner != holder.Process.Pid {
+			t.Errorf("an empty cgroup whose live file pid %d holds: %+v; want it listed as that process's", holder.Process.Pid, l)
+		}
+	})
 }
 
 // TestHarnessIgnoresServiceWorkspaces: a kiln service's tmpfs session
