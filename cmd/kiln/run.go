@@ -62,6 +62,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		stats, asJSON  bool
 		test           bool
 		backendName    string
+		saveDir        string
 	)
 	fs.StringVar(&language, "lang", "", "language: "+strings.Join(lang.Names(), ", ")+" (default: from the file's extension)")
 	fs.StringVar(&language, "l", "", "short for --lang")
@@ -73,6 +74,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.Var(&buildOpts, "build-opt", "compiled languages: compiler and linker flags, such as -O2, -std=c++17 or -lcrypto, split at spaces (repeatable), checked against an allowlist per compiler (a refused flag is named with what is allowed)")
 	fs.BoolVar(&test, "test", false, "run the file as tests: Python with pytest, JavaScript with node --test, Rust with rustc --test (test_*.py, *_test.py, *.test.js and *_test.go files are tests by their name); --json lists each test")
 	fs.BoolVar(&asJSON, "json", false, "run as the API's one-shot run (POST /v1/run) does, as one cell, and print its result as JSON: stdout, stderr, rich outputs (display(), plots), error, usage, artifacts")
+	fs.StringVar(&saveDir, "save-outputs", "", "save image outputs (display(), plots) as files output-N.png, .svg, ... in this `directory`, made if missing, existing files kept (default: a new temporary directory); stdout names each file")
 	addBackendFlag(fs, &backendName)
 	fs.BoolVar(&stats, "stats", false, "print the exit status, wall and CPU time and peak memory on stderr; the build's apart, with its warnings")
 	fs.Usage = func() {
@@ -117,7 +119,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if asJSON {
 		return runJSON(ctx, r, backendName, stdout, stderr)
 	}
-	return runProgram(ctx, r, backendName, stats, stdout, stderr)
+	return runProgram(ctx, r, backendName, stats, saveDir, stdout, stderr)
 }
 
 // parseMounts resolves --mount DIR[:DEST] flags: DIR to its real path (the
@@ -253,22 +255,30 @@ func readFiles(specs []string) ([]engine.File, error) {
 // program. Output streams as it comes; rich outputs are saved to files and
 // named on stdout; how the run ended is said on stderr, as for a program,
 // and the exit status is the program's (exitStatus).
-func runProgram(ctx context.Context, r engine.Run, backendName string, stats bool, stdout, stderr io.Writer) error {
+func runProgram(ctx context.Context, r engine.Run, backendName string, stats bool, saveDir string, stdout, stderr io.Writer) error {
 	// Bad input is reported before anything about the host.
 	p, err := engine.PrepareRun(r, engine.DefaultCellBounds())
 	if err != nil {
 		return err
+	}
+	out := &renderer{stdout: stdout, stderr: stderr}
+	show := out.show
+	if saveDir != "" {
+		saver, err := newOutputSaver(saveDir)
+		if err != nil {
+			return err
+		}
+		show = func(o kiln.Output) { saver.show(stdout, stderr, o) }
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b, err := newBackend(ctx, backendName, log)
 	if err != nil {
 		return err
 	}
-	out := &renderer{stdout: stdout, stderr: stderr}
 	res, err := engine.New(b, log).RunPrepared(ctx, p, engine.Events{
 		Stdout: func(p []byte) { stdout.Write(p) },
 		Stderr: func(p []byte) { stderr.Write(p) },
-		Output: out.show,
+		Output: show,
 	}, nil)
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "kiln: the run was cancelled")

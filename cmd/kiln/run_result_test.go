@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,6 +33,27 @@ func TestRunShowsRichOutputs(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(filepath.Dir(saved[1])) })
 	if b, err := os.ReadFile(saved[1]); err != nil || !bytes.Equal(b, []byte("\x89PNG\r\n\x1a\nkiln")) {
 		t.Errorf("the saved image %s: %q, %v; want the PNG bytes the program displayed", saved[1], b, err)
+	}
+}
+
+// TestRunSavesOutputs: --save-outputs DIR saves the images as
+// DIR/output-N.EXT, as kiln exec does, keeping the files already there.
+func TestRunSavesOutputs(t *testing.T) {
+	needRoot(t)
+	dir := filepath.Join(t.TempDir(), "plots")
+	prog := "class Img:\n    def _repr_png_(self):\n        return b'\\x89PNG\\r\\n\\x1a\\nkiln'\ndisplay(Img())\n"
+	for n := 1; n <= 2; n++ {
+		r := execKiln(t, invocation{}, "run", "--save-outputs", dir, "--lang", "python", "-c", prog)
+		name := filepath.Join(dir, fmt.Sprintf("output-%d.png", n))
+		if r.code != 0 || r.stdout != "[image/png saved to "+name+"]\n" {
+			t.Fatalf("run %d: exit %d, stdout %q, stderr %q; want the image saved as %s", n, r.code, r.stdout, r.stderr, name)
+		}
+		if b, err := os.ReadFile(name); err != nil || !bytes.Equal(b, []byte("\x89PNG\r\n\x1a\nkiln")) {
+			t.Errorf("%s: %q, %v; want the PNG bytes", name, b, err)
+		}
+	}
+	if r := execKiln(t, invocation{}, "run", "--save-outputs", "/proc/version", "--lang", "python", "-c", "1"); r.code != 125 || !strings.Contains(r.stderr, "--save-outputs") {
+		t.Errorf("--save-outputs on a file: exit %d, stderr %q; want 125 and a word on the flag", r.code, r.stderr)
 	}
 }
 
