@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/kiln-dev/kiln/internal/egress"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/store"
@@ -68,11 +66,11 @@ func newNetPlane(dataDir string, cfg egress.Config, audit func(context.Context, 
 	if err := os.Chmod(dir, 0o711); err != nil { // the umask may have taken bits
 		return nil, fmt.Errorf("egress sockets: %w", err)
 	}
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dirFD, err := openSocketDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("egress sockets: %w", err)
 	}
-	return &netPlane{proxy: proxy, dir: dir, dirFD: os.NewFile(uintptr(fd), dir), audit: audit, open: map[*netSession]struct{}{}}, nil
+	return &netPlane{proxy: proxy, dir: dir, dirFD: dirFD, audit: audit, open: map[*netSession]struct{}{}}, nil
 }
 
 // netSession is one sandbox's proxy session and its socket, with the
