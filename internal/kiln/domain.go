@@ -38,6 +38,10 @@ type Session struct {
 	// Network is the session's network policy. It is not stored: after a
 	// restart of kiln a session's policy is "none" again.
 	Network NetworkPolicy
+	// Environment is the prebuilt environment the session selected, or
+	// "". Not stored either: a session resumed after a restart of kiln
+	// has none.
+	Environment string
 	// Role is the caller's role in the session when it was read for a
 	// caller: RoleOwner, or the role of a share. Not stored with the
 	// session; "" where no caller was asked about.

@@ -21,6 +21,7 @@ type live struct {
 	mu         sync.Mutex
 	sess       *engine.Session // nil until needed
 	mounts     []backend.Mount // the session's read-only mounts, for its next sandbox
+	envLayer   string          // its environment's layer in the sandbox, linked in each new one
 	net        *netSession     // the egress proxy session of its sandboxes (network.go)
 	nets       *netPlane       // where a resumed session opens one
 	policy     kiln.NetworkPolicy
@@ -54,6 +55,12 @@ func (l *live) sandbox(ctx context.Context, eng *engine.Engine) (*engine.Session
 	sess, err := eng.NewSession(ctx, engine.SessionSpec{Limits: l.rec.Limits, HostDir: l.path, Mounts: l.mounts, EgressSocket: n.socket()})
 	if err != nil {
 		return nil, err
+	}
+	if l.envLayer != "" {
+		if err := linkEnvironment(ctx, sess, l.envLayer); err != nil {
+			sess.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
 	}
 	l.sess = sess
 	return sess, nil

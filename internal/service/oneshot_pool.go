@@ -118,7 +118,7 @@ func (s *Service) makeRunPooled(language string, lim kiln.Limits) (*pooled, erro
 	if err != nil {
 		return nil, err
 	}
-	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: lim, EgressSocket: n.socket()})
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: lim, Mounts: s.sandboxMounts(nil), EgressSocket: n.socket()})
 	if err != nil {
 		n.close()
 		return nil, err

@@ -138,7 +138,7 @@ func (s *Service) makePooled() (*pooled, error) {
 		s.ws.Remove(id)
 		return nil, err
 	}
-	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: s.cfg.DefaultLimits, HostDir: path, EgressSocket: n.socket()})
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: s.cfg.DefaultLimits, HostDir: path, Mounts: s.sandboxMounts(nil), EgressSocket: n.socket()})
 	if err != nil {
 		n.close()
 		s.ws.Remove(id)

@@ -66,7 +66,7 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 		sess, n = pd.sess, pd.net
 		n.adopt("", u.ID, kiln.NetworkPolicy{})
 	} else if n, err = s.nets.openNet("", u.ID, kiln.NetworkPolicy{}); err == nil { // as engine.RunPrepared
-		if sess, err = s.engine.NewSession(ctx, engine.SessionSpec{Limits: p.Limits(), EgressSocket: n.socket()}); err != nil {
+		if sess, err = s.engine.NewSession(ctx, engine.SessionSpec{Limits: p.Limits(), Mounts: s.sandboxMounts(nil), EgressSocket: n.socket()}); err != nil {
 			n.close()
 		}
 	}

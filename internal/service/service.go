@@ -68,6 +68,10 @@ type Config struct {
 	// proxy every sandbox's traffic goes through (network.go).
 	NetworkCeiling kiln.NetworkPolicy
 	Egress         egress.Config
+
+	// Environments are the administrator's prebuilt package layers
+	// (environments.go), which a session selects by name.
+	Environments []EnvironmentDef
 }
 
 // DefaultConfig is the policy on the embedded defaults.
@@ -134,6 +138,7 @@ func (c Config) withDefaults() Config {
 // Service is kiln's service core. Its methods take the calling user and
 // answer store.ErrNotFound for anything of another user's.
 type Service struct {
+	envs *environments // environments.go
 	cfg     Config
 	store   Store
 	engine  *engine.Engine
@@ -188,6 +193,10 @@ func New(ctx context.Context, cfg Config, st Store, eng *engine.Engine, log *slo
 		func() float64 { return float64(s.queue.busy()) },
 	)
 	if s.nets, err = newNetPlane(cfg.DataDir, cfg.Egress, s.audit, log); err != nil {
+		return nil, err
+	}
+	if err := s.openEnvironments(); err != nil {
+		s.nets.close()
 		return nil, err
 	}
 	if err := s.recover(ctx); err != nil {

@@ -25,6 +25,9 @@ type SessionSpec struct {
 	// read-only in the sandbox (project code). A Target of "" is
 	// /mnt/<the folder's name>.
 	Mounts []backend.Mount
+	// Environment is the name of a built environment whose packages the
+	// session's kernels see (environments.go); "" for none.
+	Environment string
 }
 
 // Bounds on session metadata.
@@ -115,6 +118,12 @@ func (s *Service) CreateSession(ctx context.Context, u kiln.User, spec SessionSp
 		return kiln.Session{}, err
 	}
 	spec.Mounts = mounts
+	var layer string
+	if spec.Environment != "" {
+		if layer, err = s.resolveEnvironment(ctx, spec.Environment); err != nil {
+			return kiln.Session{}, err
+		}
+	}
 	lim := spec.Limits.WithDefaults()
 	release, err := s.reserve(u.ID, lim.WorkspaceBytes)
 	if err != nil {
@@ -130,6 +139,13 @@ func (s *Service) CreateSession(ctx context.Context, u kiln.User, spec SessionSp
 	if !pooled {
 		if l, err = s.freshSession(ctx, u, spec, lim); err != nil {
 			s.metrics.SandboxFailure("create")
+			return kiln.Session{}, err
+		}
+	}
+	if layer != "" {
+		if err = l.useEnvironment(ctx, spec.Environment, layer); err != nil {
+			l.end(context.WithoutCancel(ctx), ReasonDeleted)
+			s.ws.Remove(l.rec.ID)
 			return kiln.Session{}, err
 		}
 	}
@@ -202,7 +218,7 @@ func (s *Service) freshSession(ctx context.Context, u kiln.User, spec SessionSpe
 		s.ws.Remove(id)
 		return nil, err
 	}
-	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: spec.Limits, HostDir: path, Mounts: spec.Mounts, EgressSocket: n.socket()})
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: spec.Limits, HostDir: path, Mounts: s.sandboxMounts(spec.Mounts), EgressSocket: n.socket()})
 	if err != nil {
 		n.close()
 		s.ws.Remove(id)
@@ -212,7 +228,7 @@ func (s *Service) freshSession(ctx context.Context, u kiln.User, spec SessionSpe
 	rec := kiln.Session{ID: id, UserID: u.ID, Languages: spec.Languages, Limits: spec.Limits,
 		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: sess.ID(), Network: spec.Network}
 	l := newLive(rec, path, sess)
-	l.mounts = spec.Mounts
+	l.mounts = s.sandboxMounts(spec.Mounts)
 	l.net, l.nets, l.policy = n, s.nets, spec.Network
 	return l, nil
 }
@@ -224,6 +240,7 @@ func (s *Service) adopt(p *pooled, u kiln.User, spec SessionSpec) *live {
 		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: p.sess.ID(), Network: spec.Network}
 	p.net.adopt(p.id, u.ID, spec.Network)
 	l := newLive(rec, p.path, p.sess)
+	l.mounts = s.sandboxMounts(nil)
 	l.net, l.nets, l.policy = p.net, s.nets, spec.Network
 	return l
 }

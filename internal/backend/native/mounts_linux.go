@@ -93,7 +93,9 @@ func checkDir(real, source string) error {
 
 // checkMounts validates a spec's mounts and fills in default targets.
 func checkMounts(ms []Mount) ([]protocol.Mount, error) {
-	if len(ms) > MaxMounts {
+	// One more than a user may ask for: the service's environments
+	// directory, which every sandbox of a server with environments has.
+	if len(ms) > MaxMounts+1 {
 		return nil, kiln.Errorf(kiln.TooLarge, "%d mounts given; the limit is %d", len(ms), MaxMounts)
 	}
 	var out []protocol.Mount

@@ -234,11 +234,20 @@
   // require's global paths are read again, so a cell finds them without a
   // restart. (import() of a bare name does not read NODE_PATH.)
   const PKG_MODULES = path.join(process.env.TMPDIR || '/tmp', '.kiln', 'packages', 'node', 'node_modules');
+  // A session's prebuilt environment (service/environments.go) is a
+  // read-only layer the service links at $TMPDIR/.kiln/environment; its
+  // node_modules comes after the session's own, so those win.
+  const ENV_MODULES = path.join(process.env.TMPDIR || '/tmp', '.kiln', 'environment', 'node', 'node_modules');
+  const baseNodePath = process.env.NODE_PATH;
   let pkgSeen = false;
+  let envSeen = false;
   function seePackages() {
-    if (pkgSeen || !fs.existsSync(PKG_MODULES)) return;
-    pkgSeen = true;
-    process.env.NODE_PATH = [PKG_MODULES, process.env.NODE_PATH].filter(Boolean).join(path.delimiter);
+    const pkg = pkgSeen || fs.existsSync(PKG_MODULES);
+    const env = envSeen || fs.existsSync(ENV_MODULES);
+    if (pkg === pkgSeen && env === envSeen) return;
+    pkgSeen = pkg;
+    envSeen = env;
+    process.env.NODE_PATH = [pkg && PKG_MODULES, env && ENV_MODULES, baseNodePath].filter(Boolean).join(path.delimiter);
     require('module')._initPaths();
   }
 

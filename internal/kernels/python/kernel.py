@@ -844,6 +844,42 @@ def _see_packages():
 
     site.addsitedir(_PKG_SITE)  # its .pth files
     importlib.invalidate_caches()
+    _set_pythonpath()
+
+
+# A session's prebuilt environment (service/environments.go): the
+# service links $TMPDIR/.kiln/environment to a read-only layer. Its
+# site-packages joins sys.path ahead of the system's and behind the
+# session's own venv (which _see_packages puts ahead of the first
+# site-packages, the layer's), and PYTHONPATH, for subprocesses, behind
+# the venv's site-packages there too.
+_ENV_SITE = os.path.join(os.environ.get("TMPDIR") or "/tmp", ".kiln", "environment", "python", "site-packages")
+_env_seen = False
+_BASE_PYTHONPATH = os.environ.get("PYTHONPATH")
+
+
+def _set_pythonpath():
+    if not _env_seen:
+        return
+    first = [_PKG_SITE] if _pkg_mtime is not None else []
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in first + [_ENV_SITE, _BASE_PYTHONPATH] if p)
+
+
+def _see_environment():
+    global _env_seen
+    if _env_seen or not os.path.isdir(_ENV_SITE):
+        return
+    _env_seen = True
+    at = len(sys.path)
+    for i, p in enumerate(sys.path):
+        if p != _PKG_SITE and p.endswith(("site-packages", "dist-packages")):
+            at = i
+            break
+    sys.path.insert(at, _ENV_SITE)
+    _set_pythonpath()
+    import importlib
+
+    importlib.invalidate_caches()
 
 
 def _exit_code(e):
@@ -862,6 +898,7 @@ def _exit_code(e):
 
 def _execute(msg):
     global _armed, _pending, _cell, _open, _count, _shown, _stdin_cell, _cell_in
+    _see_environment()
     _see_packages()
     cell = msg.get("cell")
     code = msg.get("code")
