@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -97,10 +98,66 @@ func fromCell(res *client.CellResult) *Result {
 		}
 		text("error:\n" + msg)
 	}
+	text(egressText(res.Egress))
 	if len(r.Content) == 0 {
 		text("(no output)")
 	}
 	return r
+}
+
+// maxEgressLines bounds the network lines of one result; the rest are
+// counted, and the audit log has them all.
+const maxEgressLines = 50
+
+// egressText says a cell's network attempts, one line each: where to,
+// allowed or denied and why, bytes each way, and whether the shared
+// cache served it. Host and reason come from the proxy, but the host is
+// what the code asked for, so it is cut and quoted as untrusted text.
+func egressText(rs []client.EgressRecord) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("network:\n")
+	for i, e := range rs {
+		if i == maxEgressLines {
+			fmt.Fprintf(&b, "… %d more attempts (the audit log has them all)\n", len(rs)-i)
+			break
+		}
+		b.WriteString(egressLine(e) + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func egressLine(e client.EgressRecord) string {
+	if e.Kind == "dropped" {
+		return "… " + truncate(e.Reason, 200)
+	}
+	where := fmt.Sprintf("%s:%d", hostText(e.Host), e.Port)
+	if !e.Allowed {
+		return fmt.Sprintf("%s denied: %s", where, cmpOr(truncate(e.Reason, 300), "refused by the network policy"))
+	}
+	s := fmt.Sprintf("%s allowed (%s, %d B up, %d B down", where, e.Kind, e.BytesUp, e.BytesDown)
+	if e.Package != "" {
+		s += ", package " + truncate(e.Package, 200)
+	}
+	if e.Cached {
+		s += ", from cache"
+	}
+	return s + ")"
+}
+
+// hostText is a host as it is when it is a plain name or address, else
+// quoted: the code chose it, and a line break in it must not make up
+// lines of the result.
+func hostText(h string) string {
+	h = truncate(h, 255)
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-_:[]*", r)) {
+			return strconv.Quote(h)
+		}
+	}
+	return h
 }
 
 func diagnostic(d client.Diagnostic) string {

@@ -33,7 +33,10 @@ var (
 	codeProp      = fmt.Sprintf(`"code": {"type": "string", "maxLength": %d, "description": "The source code to run."}`, maxCodeChars)
 	stdinProp     = `"stdin": {"type": "string", "maxLength": 1048576, "description": "Text given to the program on standard input. Default: none (reading stdin fails at once)."}`
 	pathProp      = `"path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "A path relative to the workspace (/workspace in the sandbox), such as data/input.csv; no .., no leading /."}`
-	packagesProp  = `"packages": {"type": "array", "maxItems": 100, "items": {"type": "string", "minLength": 1, "maxLength": 256}, "description": "Packages to install before the code runs: with pip for python, npm for javascript and typescript. Each a name with an optional version: requests, requests==2.31.0, left-pad@1.3.0 (no options, URLs or paths). Installing needs network access to the package index: a session created with a network policy that allows it. Without one the call fails, saying so."}`
+	networkProp   = `"network": {"type": "object", "required": ["mode"], "additionalProperties": false, "description": "The session's network policy. Default: {\"mode\": \"none\"}, no network at all. allowlist: HTTP and HTTPS through kiln's egress proxy to the listed hosts and the administrator's package indexes; the server may refuse hosts beyond what it allows you, saying so.", "properties": {
+		"mode": {"type": "string", "enum": ["none", "allowlist"], "description": "none or allowlist."},
+		"allow": {"type": "array", "maxItems": 256, "items": {"type": "string", "minLength": 1, "maxLength": 260}, "description": "Host names, for allowlist: example.com, *.example.com (its subdomains), either with an optional :port (no port: 80 and 443). No IP addresses."}}}`
+	packagesProp = `"packages": {"type": "array", "maxItems": 100, "items": {"type": "string", "minLength": 1, "maxLength": 256}, "description": "Packages to install before the code runs: with pip for python, npm for javascript and typescript. Each a name with an optional version: requests, requests==2.31.0, left-pad@1.3.0 (no options, URLs or paths). Installing needs network access to the package index: a session created with a network policy that allows it. Without one the call fails, saying so."}`
 )
 
 var table = mustResolve([]Tool{
@@ -60,7 +63,7 @@ var table = mustResolve([]Tool{
 		Schema: schema(`{"type": "object", "additionalProperties": false, "properties": {
 			"languages": {"type": "array", "minItems": 1, "maxItems": 13, "items": {"type": "string", "minLength": 1, "maxLength": 40}, "default": ["python"], "description": "Languages the session will use; the first is the default of execute_code."},
 			"idle_ttl_seconds": {"type": "integer", "minimum": 0, "maximum": 604800, "description": "End the session after this long without use. Default (0): the server's, one hour unless changed."},
-			` + timeoutProp + `}}`),
+			` + timeoutProp + `, ` + networkProp + `}}`),
 		call: createSession,
 	},
 	{
@@ -73,6 +76,19 @@ var table = mustResolve([]Tool{
 			"language": {"type": "string", "minLength": 1, "maxLength": 40, "description": "One of the session's languages. Default: the session's first."},
 			` + stdinProp + `, ` + timeoutProp + `, ` + packagesProp + `}}`),
 		call: executeCode,
+	},
+	{
+		Name: "install_packages",
+		Description: "Install packages into a session with pip (for python) or npm (for javascript and typescript), and list what was " +
+			"installed at which version, with each request to the package index. The session's kernels see them without a restart. " +
+			"The session's network policy must allow the package index: create_session with network {\"mode\": \"allowlist\"}; " +
+			"with the default (none) the call fails, saying so.",
+		Schema: schema(`{"type": "object", "required": ["session_id", "manager"], "additionalProperties": false, "properties": {
+			` + sessionIDProp + `,
+			"manager": {"type": "string", "enum": ["pip", "npm"], "description": "pip for python, npm for javascript and typescript."},
+			"packages": {"type": "array", "maxItems": 100, "items": {"type": "string", "minLength": 1, "maxLength": 256}, "description": "Names with an optional version: requests, requests==2.31.0, left-pad@1.3.0 (no options, URLs or paths)."},
+			"requirements": {"type": "string", "maxLength": 4096, "description": "A workspace path instead of (or as well as) packages: a requirements.txt for pip, a package.json for npm."}}}`),
+		call: installPackages,
 	},
 	{
 		Name:        "list_files",
@@ -203,21 +219,79 @@ func runCode(ctx context.Context, c *client.Client, args json.RawMessage, p Prog
 
 func createSession(ctx context.Context, c *client.Client, args json.RawMessage, _ Progress) (*Result, error) {
 	var in struct {
-		Languages      []string `json:"languages"`
-		IdleTTLSeconds int64    `json:"idle_ttl_seconds"`
-		TimeoutMS      int64    `json:"timeout_ms"`
+		Languages      []string              `json:"languages"`
+		IdleTTLSeconds int64                 `json:"idle_ttl_seconds"`
+		TimeoutMS      int64                 `json:"timeout_ms"`
+		Network        *client.NetworkPolicy `json:"network"`
 	}
 	if err := decode(args, &in); err != nil {
 		return nil, err
 	}
 	s, err := c.CreateSession(ctx, client.SessionRequest{Languages: in.Languages, IdleTTLSeconds: in.IdleTTLSeconds,
-		Limits: client.Limits{TimeoutMS: in.TimeoutMS}, Metadata: map[string]string{"via": "tools"}})
+		Limits: client.Limits{TimeoutMS: in.TimeoutMS}, Network: in.Network, Metadata: map[string]string{"via": "tools"}})
 	if err != nil {
 		return nil, err
 	}
-	return textResult(fmt.Sprintf("session_id: %s\nlanguages: %s\nidle TTL: %d s (ends after this long unused)\n"+
+	return textResult(fmt.Sprintf("session_id: %s\nlanguages: %s\nidle TTL: %d s (ends after this long unused)\nnetwork: %s\n"+
 		"Pass session_id to execute_code, list_files, read_file, write_file; close_session when done.",
-		s.ID, strings.Join(s.Languages, ", "), s.IdleTTLSeconds)), nil
+		s.ID, strings.Join(s.Languages, ", "), s.IdleTTLSeconds, networkText(s.Network))), nil
+}
+
+// networkText says a network policy in one line.
+func networkText(p client.NetworkPolicy) string {
+	p = p.Normal()
+	if p.Mode != "allowlist" {
+		return p.Mode + " (no network access)"
+	}
+	if len(p.Allow) == 0 {
+		return "allowlist (the administrator's package indexes only)"
+	}
+	return "allowlist: " + strings.Join(p.Allow, ", ") + " (and the administrator's package indexes)"
+}
+
+func installPackages(ctx context.Context, c *client.Client, args json.RawMessage, p Progress) (*Result, error) {
+	var in struct {
+		SessionID    string   `json:"session_id"`
+		Manager      string   `json:"manager"`
+		Packages     []string `json:"packages"`
+		Requirements string   `json:"requirements"`
+	}
+	if err := decode(args, &in); err != nil {
+		return nil, err
+	}
+	if len(in.Packages) == 0 && in.Requirements == "" {
+		return errorResult("install_packages: give packages, requirements or both"), nil
+	}
+	req := client.PackageRequest{Manager: in.Manager, Packages: in.Packages, Requirements: in.Requirements}
+	var res *client.PackageResult
+	var err error
+	if p == nil {
+		res, err = c.InstallPackages(ctx, in.SessionID, req)
+	} else {
+		res, err = c.InstallPackagesStream(ctx, in.SessionID, req, func(ev client.Event) { progressOf(ev, p) })
+	}
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s installed in %.1f s:\n", res.Manager, res.WallMS/1000)
+	for _, pk := range res.Packages {
+		note := ""
+		switch {
+		case pk.Present:
+			note = " (already there)"
+		case !pk.Requested:
+			note = " (dependency)"
+		}
+		fmt.Fprintf(&b, "%s %s%s\n", pk.Name, pk.Version, note)
+	}
+	if len(res.Packages) == 0 {
+		b.WriteString("(nothing)\n")
+	}
+	if e := egressText(res.Egress); e != "" {
+		b.WriteString(e)
+	}
+	return textResult(strings.TrimRight(b.String(), "\n")), nil
 }
 
 func executeCode(ctx context.Context, c *client.Client, args json.RawMessage, p Progress) (*Result, error) {

@@ -16,7 +16,7 @@ import (
 // The table has every tool the issue names, each with a description an
 // agent can act on and a strict object schema that says its limits.
 func TestTable(t *testing.T) {
-	want := []string{"run_code", "create_session", "execute_code", "list_files", "read_file", "write_file",
+	want := []string{"run_code", "create_session", "execute_code", "install_packages", "list_files", "read_file", "write_file",
 		"interrupt", "restart_session", "close_session", "list_languages"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)

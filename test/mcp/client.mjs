@@ -50,7 +50,7 @@ async function main() {
 
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
-  for (const want of ["run_code", "create_session", "execute_code", "list_files", "read_file", "write_file",
+  for (const want of ["run_code", "create_session", "execute_code", "install_packages", "list_files", "read_file", "write_file",
     "interrupt", "restart_session", "close_session", "list_languages"]) {
     check(names.includes(want), `tool ${want} is listed (got ${names})`);
   }
