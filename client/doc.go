@@ -16,6 +16,8 @@
 //	GET    /v1/openapi.json                 this API (no key)
 //	GET    /metrics                         Prometheus metrics (admin key or a "metrics" scoped key; no key on kiln serve --metrics-addr)
 //	GET    /v1/languages                    []Language
+//	GET    /v1/environments                 []Environment: the administrator's, built or not
+//	POST   /v1/environments/{name}/build    -> EnvironmentBuild (201 built, 200 already built; admin)
 //	POST   /v1/run                          RunRequest -> RunResult
 //	POST   /v1/batches                      BatchRequest (at most 5000 items) -> Batch (202); with
 //	                                        "Accept: text/event-stream", a stream of BatchEvent

@@ -61,6 +61,10 @@ type SessionRequest struct {
 	// (project code); only folders under the roots that the server's
 	// administrator allowed (kiln serve --mount-root) can be mounted.
 	Mounts []Mount `json:"mounts,omitempty"`
+	// Environment selects a built environment by name (GET
+	// /v1/environments): its packages are there from the first cell. An
+	// unknown name is a 400, one not built yet a 409.
+	Environment string `json:"environment,omitempty"`
 }
 
 // Mount is a server folder (Source, absolute) shown read-only at Target:
@@ -90,6 +94,8 @@ type Session struct {
 	// shared with the caller "collaborator" (runs cells, writes files,
 	// interrupts, restarts) or "viewer" (reads history, outputs, files).
 	Role string `json:"role,omitempty"`
+	// Environment is the environment the session selected, if any.
+	Environment string `json:"environment,omitempty"`
 }
 
 // ShareRequest shares a session with a user or changes the share's role

@@ -143,6 +143,8 @@ func (s *Server) register() {
 	s.public("GET /v1/openapi.json", serveOpenAPI)
 	s.handle("GET /metrics", s.metrics)
 	s.handle("GET /v1/languages", s.languages)
+	s.handle("GET /v1/environments", s.listEnvironments)               // environments.go
+	s.handle("POST /v1/environments/{name}/build", s.buildEnvironment) // admin
 	s.handle("POST /v1/run", s.run)
 	s.handle("POST /v1/batches", s.createBatch) // batches.go
 	s.handle("GET /v1/batches/{id}", s.getBatch)

@@ -138,7 +138,7 @@ func (c Config) withDefaults() Config {
 // Service is kiln's service core. Its methods take the calling user and
 // answer store.ErrNotFound for anything of another user's.
 type Service struct {
-	envs *environments // environments.go
+	envs    *environments // environments.go
 	cfg     Config
 	store   Store
 	engine  *engine.Engine

@@ -71,6 +71,8 @@ var wireTypes = map[string]reflect.Type{
 	"PackageResult":    reflect.TypeFor[client.PackageResult](),
 	"InstalledPackage": reflect.TypeFor[client.InstalledPackage](),
 	"PackageVersion":   reflect.TypeFor[client.PackageVersion](),
+	"Environment":      reflect.TypeFor[client.Environment](),
+	"EnvironmentBuild": reflect.TypeFor[client.EnvironmentBuild](),
 }
 
 // noWireType are schemas without a Go type in package client yet.
