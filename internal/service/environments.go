@@ -36,7 +36,7 @@ import (
 // EnvironmentsTarget (a mount made when the sandbox is, so pooled
 // sandboxes have it too and a session with an environment starts from
 // the pool as fast as one without). A session that selects one gets a
-// symlink, $TMPDIR/.kiln/environment, to its layer; the Python and Node.js
+// symlink, $TMPDIR/.kiln-environment, to its layer; the Python and Node.js
 // kernels put the layer's site-packages and node_modules on their paths
 // behind the session's own packages (packages.go), so the session can
 // still add or upgrade packages. Environments hold only packages the
@@ -46,9 +46,11 @@ import (
 // EnvironmentsTarget is where sandboxes see the environments directory.
 const EnvironmentsTarget = "/mnt/.kiln-environments"
 
-// envLink is the build-area symlink to a session's environment layer,
-// which the kernels read (kernel.py, kernel.js).
-const envLink = "environment"
+// envLink is the symlink, beside the build area in the sandbox's /tmp,
+// to a session's environment layer, which the kernels read (kernel.py,
+// kernel.js). Beside, not in: /tmp is there from the start, so one
+// process makes it.
+const envLink = ".kiln-environment"
 
 // EnvironmentDef is an administrator's definition of an environment.
 type EnvironmentDef struct {
@@ -248,16 +250,9 @@ func (s *Service) builtNames(ctx context.Context) []string {
 // linkEnvironment points the sandbox's build-area symlink at layer (a
 // path in the sandbox), for the kernels to find.
 func linkEnvironment(ctx context.Context, sess *engine.Session, layer string) error {
-	link := path.Join(sess.BuildArea(), envLink)
-	run := func(argv ...string) (protocol.ExitInfo, error) {
-		return sess.Agent().Exec(ctx, protocol.Exec{Argv: argv, TimeoutMs: 10_000, OutputBytes: 4096, KillScope: protocol.KillGroup}, nil, nil)
-	}
-	info, err := run("ln", "-sfn", "--", layer, link)
-	if err == nil && info.Code != 0 { // no build area yet
-		if _, err = run("mkdir", "-p", "--", sess.BuildArea()); err == nil {
-			info, err = run("ln", "-sfn", "--", layer, link)
-		}
-	}
+	link := path.Join(path.Dir(sess.BuildArea()), envLink)
+	info, err := sess.Agent().Exec(ctx, protocol.Exec{Argv: []string{"ln", "-sfn", "--", layer, link},
+		TimeoutMs: 10_000, OutputBytes: 4096, KillScope: protocol.KillGroup}, nil, nil)
 	if err == nil && info.Code != 0 {
 		err = fmt.Errorf("ln exited with %d", info.Code)
 	}
@@ -418,15 +413,30 @@ func (x *installer) npmPrefix(ctx context.Context, prefix string, specs []string
 }
 
 // useEnvironment links the session's sandbox to its environment's layer
-// and remembers it for the session's later sandboxes.
-func (l *live) useEnvironment(ctx context.Context, name, layer string) error {
+// and remembers it for the session's later sandboxes. The link (a
+// process in the sandbox, some milliseconds) is made after the session
+// is answered, holding the session's turn, so its first cell or install
+// waits for it and session create costs what it does without one. A
+// link that fails is told with the next cell.
+func (s *Service) useEnvironment(l *live, name, layer string) {
 	l.mu.Lock()
 	l.envLayer = layer
 	l.rec.Environment = name
 	sess := l.sess
 	l.mu.Unlock()
 	if sess == nil {
-		return nil
+		return // linked with the sandbox (live.sandbox)
 	}
-	return linkEnvironment(ctx, sess, layer)
+	l.cells <- struct{}{} // free: nobody has the session yet
+	go func() {
+		defer l.unlockCells()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := linkEnvironment(ctx, sess, layer); err != nil {
+			s.log.Error("link a session's environment", "session", l.rec.ID, "environment", name, "err", err)
+			l.mu.Lock()
+			l.notice = fmt.Sprintf("the environment %q could not be set up in this session's sandbox (%s); its packages are not importable", name, kiln.Message(err))
+			l.mu.Unlock()
+		}
+	}()
 }

@@ -143,11 +143,7 @@ func (s *Service) CreateSession(ctx context.Context, u kiln.User, spec SessionSp
 		}
 	}
 	if layer != "" {
-		if err = l.useEnvironment(ctx, spec.Environment, layer); err != nil {
-			l.end(context.WithoutCancel(ctx), ReasonDeleted)
-			s.ws.Remove(l.rec.ID)
-			return kiln.Session{}, err
-		}
+		s.useEnvironment(l, spec.Environment, layer)
 	}
 	rec := l.rec
 	if err := s.store.CreateSession(ctx, &rec); err != nil {

@@ -235,9 +235,9 @@
   // restart. (import() of a bare name does not read NODE_PATH.)
   const PKG_MODULES = path.join(process.env.TMPDIR || '/tmp', '.kiln', 'packages', 'node', 'node_modules');
   // A session's prebuilt environment (service/environments.go) is a
-  // read-only layer the service links at $TMPDIR/.kiln/environment; its
+  // read-only layer the service links at $TMPDIR/.kiln-environment; its
   // node_modules comes after the session's own, so those win.
-  const ENV_MODULES = path.join(process.env.TMPDIR || '/tmp', '.kiln', 'environment', 'node', 'node_modules');
+  const ENV_MODULES = path.join(process.env.TMPDIR || '/tmp', '.kiln-environment', 'node', 'node_modules');
   const baseNodePath = process.env.NODE_PATH;
   let pkgSeen = false;
   let envSeen = false;

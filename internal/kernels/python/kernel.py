@@ -848,12 +848,12 @@ def _see_packages():
 
 
 # A session's prebuilt environment (service/environments.go): the
-# service links $TMPDIR/.kiln/environment to a read-only layer. Its
+# service links $TMPDIR/.kiln-environment to a read-only layer. Its
 # site-packages joins sys.path ahead of the system's and behind the
 # session's own venv (which _see_packages puts ahead of the first
 # site-packages, the layer's), and PYTHONPATH, for subprocesses, behind
 # the venv's site-packages there too.
-_ENV_SITE = os.path.join(os.environ.get("TMPDIR") or "/tmp", ".kiln", "environment", "python", "site-packages")
+_ENV_SITE = os.path.join(os.environ.get("TMPDIR") or "/tmp", ".kiln-environment", "python", "site-packages")
 _env_seen = False
 _BASE_PYTHONPATH = os.environ.get("PYTHONPATH")
 
