@@ -80,6 +80,7 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.Func("egress-allow", "the network ceiling: `hosts` a session's allowlist may name, comma-separated (example.com, *.example.com, host:8443; repeatable); none: sessions get no network, only admins may open it", func(v string) error {
 		return addEgressAllow(&f.svc.NetworkCeiling, v)
 	})
+	addEgressFlags(fs, &f.svc.Egress)
 	fs.Float64Var(&f.http.RatePerSecond, "rate", hd.RatePerSecond, "requests per second per API key, and per user (all its keys)")
 	fs.IntVar(&f.http.RateBurst, "burst", hd.RateBurst, "request burst per API key, and per user")
 	fs.Float64Var(&f.http.AuthFailuresPerMinute, "auth-failures", hd.AuthFailuresPerMinute, "failed authentications a minute per client address; beyond, 429")
@@ -102,6 +103,9 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 		if err := applyConfigFile(fs, f.config); err != nil {
 			return nil, err
 		}
+	}
+	if err := finishEgressFlags(&f.svc.Egress, f.data); err != nil {
+		return nil, err
 	}
 	if f.svc.PoolSize == 0 {
 		f.svc.PoolSize = -1 // the flag's 0 means off; the config's 0 means default
