@@ -72,7 +72,15 @@ export interface Session {
   limits: Record<string, number>;
   owner_id?: string;
   role?: Role; // the caller's: owner, or the role of a share
+  network?: NetworkPolicy;
 }
+export interface NetworkPolicy { mode: "none" | "allowlist"; allow?: string[] }
+export interface EgressRecord {
+  time: string; host: string; port: number; addr?: string; kind: string; allowed: boolean; reason?: string;
+  bytes_up: number; bytes_down: number; package?: string; cached?: boolean;
+}
+export interface InstalledPackage { name: string; version: string; requested: boolean; present?: boolean }
+export interface PackageResult { manager: string; packages: InstalledPackage[]; wall_ms: number; egress?: EgressRecord[] }
 export type Role = "owner" | "collaborator" | "viewer";
 export interface Share { session_id: string; user_id: string; role: Role; created: string }
 export interface FileInfo { path: string; name: string; type: string; size: number; mtime: string }
@@ -84,6 +92,7 @@ export interface Artifact { path: string; size: number; change: string }
 export interface CellResult {
   language: string; status: string; stdout: string; stderr: string; outputs: Output[] | null;
   error?: CellError; exit_code?: number; diagnostics?: CellError["diagnostics"]; usage: Usage; artifacts: Artifact[] | null; notice?: string;
+  egress?: EgressRecord[];
 }
 export interface Execution { id: string; seq: number; language: string; code: string; status: string; result?: CellResult; actor?: string }
 export interface Problem { status: number; code: string; detail: string }
@@ -91,6 +100,7 @@ export interface Event {
   type: string; data?: string; output?: Output; execution?: Execution; error?: Problem;
   position?: number; reason?: string; prompt?: string; password?: boolean;
   execution_id?: string; // the session event stream's events
+  packages?: PackageResult; // done of an install
 }
 
 export const api = {
@@ -100,8 +110,9 @@ export const api = {
   languages: () => json<Language[]>("GET", "/v1/languages"),
   sessions: () => json<{ sessions: Session[] }>("GET", "/v1/sessions?status=active&limit=100"),
   session: (id: string) => json<Session>("GET", `/v1/sessions/${encodeURIComponent(id)}`),
-  createSession: (languages: string[], idleTTLSeconds: number) =>
-    json<Session>("POST", "/v1/sessions", { languages, idle_ttl_seconds: idleTTLSeconds }),
+  createSession: (languages: string[], idleTTLSeconds: number, network?: NetworkPolicy) =>
+    json<Session>("POST", "/v1/sessions", { languages, idle_ttl_seconds: idleTTLSeconds, network }),
+  setNetwork: (id: string, p: NetworkPolicy) => json<Session>("PUT", `/v1/sessions/${encodeURIComponent(id)}/network`, p),
   deleteSession: (id: string) => json<void>("DELETE", `/v1/sessions/${encodeURIComponent(id)}`),
   interrupt: (id: string) => json<void>("POST", `/v1/sessions/${encodeURIComponent(id)}/interrupt`),
   restart: (id: string) => json<void>("POST", `/v1/sessions/${encodeURIComponent(id)}/restart`),

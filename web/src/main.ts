@@ -9,6 +9,8 @@ import { History } from "./history";
 import { formatTTL } from "./format";
 import { Notebook } from "./notebook";
 import { shareDialog } from "./share";
+import { networkFields, networkStatus } from "./network";
+import { packagesDialog } from "./packages";
 
 const app = document.getElementById("app")!;
 let me: User | undefined;
@@ -97,7 +99,8 @@ async function sessionsScreen(): Promise<void> {
   const table = h("table", { class: "sessions", "aria-label": "your sessions" });
   const langBox = h("fieldset", { class: "langs" }, h("legend", {}, "Languages (the first checked is the default)"));
   const ttl = h("input", { type: "number", id: "ttl", min: "1", max: "1440", value: "60", "aria-label": "idle time-out in minutes" });
-  const create = h("form", { class: "create", "aria-label": "new session" }, h("h2", {}, "New session"), langBox,
+  const net = networkFields();
+  const create = h("form", { class: "create", "aria-label": "new session" }, h("h2", {}, "New session"), langBox, net.el,
     h("label", { for: "ttl" }, "Idle time-out (minutes) "), ttl, " ", h("button", { type: "submit" }, "Create session"));
   app.replaceChildren(header(), h("main", { class: "page" }, h("h1", {}, "Sessions"), table, create));
   languageNames().then((ls) => {
@@ -113,7 +116,7 @@ async function sessionsScreen(): Promise<void> {
     btn.disabled = true;
     btn.textContent = "Creating…";
     try {
-      const s = await api.createSession(langs.length ? langs : ["python"], Math.round(Number(ttl.value) * 60));
+      const s = await api.createSession(langs.length ? langs : ["python"], Math.round(Number(ttl.value) * 60), net.value());
       location.hash = `#/s/${s.id}`;
     } catch (x) {
       toast((x as Error).message);
@@ -234,6 +237,8 @@ async function notebookScreen(id: string): Promise<void> {
     role === "viewer" ? "" : button("↻ Restart", () => nb.restart().catch((e) => toast(e.message)), { title: "restart the kernels (files are kept)" }),
     role === "owner" ? button("Share", () => shareDialog(session, me?.id ?? ""), { title: "share the session with other users" })
       : h("span", { class: "muted role", title: `the session is ${session.owner_id}'s` }, `shared with you as ${role}`),
+    networkStatus(session, () => {}),
+    role === "viewer" ? "" : button("Install packages", () => packagesDialog(session, () => files.refresh()), { title: "install pip or npm packages into the session" }),
     button("+ Code", () => nb.add("code"), { title: "add a code cell" }),
     button("+ Markdown", () => nb.add("markdown"), { title: "add a markdown cell" }),
     button("Export .ipynb", () => nb.exportIpynb(), { title: "download the notebook as a Jupyter notebook" }),

@@ -1,10 +1,11 @@
 // The notebook of one session: cells, their runs over the session's
 // WebSocket, and the notebook file that keeps them between visits.
-import { api, ApiError, filesURL, type Artifact, type CellResult, type Event, type Session } from "./api";
+import { api, ApiError, filesURL, type Artifact, type CellResult, type EgressRecord, type Event, type Session } from "./api";
 import { button, h, toast } from "./dom";
 import { CodeEditor, type Marker, type RunMode } from "./editor";
 import { formatBytes, formatDuration, stripAnsi } from "./format";
 import { fromIpynb, toIpynb } from "./ipynb";
+import { renderEgress } from "./network";
 import { appendStream, markdownHTML, renderOutput, type Out } from "./render";
 
 // The notebook is kept in the session's workspace under this name (see
@@ -24,6 +25,7 @@ export interface CellData {
   peakMemory?: number;
   artifacts?: Artifact[];
   actor?: string; // who ran it, when another user of a shared session did
+  egress?: EgressRecord[]; // the cell's network attempts
 }
 
 interface NotebookDoc {
@@ -122,6 +124,7 @@ class Cell {
     this.d.outputs = [];
     delete this.d.status;
     delete this.d.artifacts;
+    delete this.d.egress;
     this.showOutputs();
     this.showStatus();
     this.editor?.markLine(undefined, "");
@@ -130,6 +133,8 @@ class Cell {
 
   showOutputs(): void {
     this.outEl.replaceChildren(...this.d.outputs.map(renderOutput));
+    const eg = renderEgress(this.d.egress);
+    if (eg) this.outEl.append(eg);
     this.showArtifacts();
   }
 
@@ -229,6 +234,7 @@ class Cell {
       d.cpuNS = r.usage ? r.usage.cpu_ms * 1e6 : undefined;
       d.peakMemory = r.usage?.peak_memory_bytes;
       d.artifacts = r.artifacts ?? [];
+      d.egress = r.egress;
       if (!d.outputs.some((o) => o.kind === "display")) {
         for (const o of r.outputs ?? []) d.outputs.push({ kind: "display", data: o.data, result: o.execute_result });
       }
@@ -475,6 +481,7 @@ export class Notebook {
     c.d.outputs = [];
     delete c.d.status;
     delete c.d.artifacts;
+    delete c.d.egress;
     c.showOutputs();
     c.setState("queued", this.current ? "queued: waits for the cell that is running" : "starting…");
     this.queue.push(c);

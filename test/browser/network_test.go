@@ -1,0 +1,46 @@
+package browser_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNetworkInBrowser runs web/test/network.mjs: a session created with
+// network none, a cell that tries the network and the denied egress line
+// with the policy's reason under it, an install refused under none, and
+// the owner's policy dialog (the server's refusal shown, then an
+// allowlist set).
+func TestNetworkInBrowser(t *testing.T) {
+	web := need(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kiln")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/kiln")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build kiln: %v\n%s", err, out)
+	}
+	url, key := startServe(t, bin)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	shots, _ := filepath.Abs("screenshots")
+	cmd := exec.CommandContext(ctx, "node", "test/network.mjs")
+	cmd.Dir = web
+	cmd.Env = append(os.Environ(), "KILN_URL="+url, "KILN_KEY="+key, "KILN_SCREENSHOTS="+shots, "CHROMIUM="+chromium)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err := cmd.Run()
+	t.Logf("browser script:\n%s", out.String())
+	if err != nil {
+		t.Fatalf("the network browser script failed: %v (see its output above; screenshots in %s)", err, shots)
+	}
+	if !strings.Contains(out.String(), "NETWORK OK") {
+		t.Fatal("the browser script did not finish")
+	}
+}
