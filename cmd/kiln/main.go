@@ -72,6 +72,7 @@ Usage:
   kiln image build                       the Docker backend's environment image, made without a registry
   kiln admin key [flags]                 a new admin API key, made on the server's host
   kiln session create|ls|get|rm ...      sessions on a kiln server (remote)
+  kiln env ls|build ...                  a kiln server's prebuilt environments
   kiln exec [flags] SESSION [CODE|-]     run a cell in a remote session
   kiln files put|get|ls|rm ...           files in a remote session's workspace
   kiln history SESSION                   a remote session's executions
@@ -112,6 +113,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return adminCmd(ctx, args[1:], stdout, stderr)
 	case "session":
 		return sessionCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "env":
+		return envCmd(ctx, args[1:], stdout, stderr)
 	case "exec":
 		return execCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "files":

@@ -53,8 +53,10 @@ func sessionCreate(ctx context.Context, args []string, stdout, stderr io.Writer)
 		asJSON bool
 		netw   string
 		allow  listFlag
+		env    string
 	)
-	fs := newFlagSet("kiln session create", "kiln session create [--lang L]... [--memory 512M] [--timeout 30s] [--ttl 1h] [--network none|allowlist] [--allow HOST]... [--meta KEY=VALUE]... [--json]", stderr, &rf)
+	fs := newFlagSet("kiln session create", "kiln session create [--lang L]... [--memory 512M] [--timeout 30s] [--ttl 1h] [--network none|allowlist] [--allow HOST]... [--env NAME] [--meta KEY=VALUE]... [--json]", stderr, &rf)
+	fs.StringVar(&env, "env", "", "a built environment of the server's (kiln env ls) whose packages the session has from the start")
 	fs.Var(choiceFlag{&netw, []string{"none", "allowlist"}}, "network", "the network `policy`: none (the default) or allowlist (only the --allow hosts, within the server's ceiling)")
 	fs.Var(&allow, "allow", "a host the session may reach: example.com, *.example.com, api.example.com:8443 (repeatable; implies --network allowlist)")
 	fs.Var(&langs, "lang", "a language the session will use (repeatable; the first is the default; default python)")
@@ -72,7 +74,7 @@ func sessionCreate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if ttl < 0 {
 		return kiln.Errorf(kiln.Invalid, "--ttl %s is negative; give a duration such as 30m", ttl)
 	}
-	req := client.SessionRequest{Languages: langs, Limits: lim, IdleTTLSeconds: int64(math.Ceil(ttl.Seconds()))}
+	req := client.SessionRequest{Languages: langs, Limits: lim, IdleTTLSeconds: int64(math.Ceil(ttl.Seconds())), Environment: env}
 	if netw != "" || len(allow) > 0 {
 		if req.Network, err = networkPolicy(netw, allow); err != nil {
 			return err

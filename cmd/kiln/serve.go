@@ -81,6 +81,7 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 		return addEgressAllow(&f.svc.NetworkCeiling, v)
 	})
 	addEgressFlags(fs, &f.svc.Egress)
+	fs.Var(environmentsValue{&f.svc.Environments}, "environments", "prebuilt environments, a JSON `array` (best in the --config file): [{\"name\": \"data-science\", \"pip\": [\"pandas==2.2.2\"], \"npm\": [\"lodash@4.17.21\"]}]; kiln env build NAME builds one")
 	fs.Float64Var(&f.http.RatePerSecond, "rate", hd.RatePerSecond, "requests per second per API key, and per user (all its keys)")
 	fs.IntVar(&f.http.RateBurst, "burst", hd.RateBurst, "request burst per API key, and per user")
 	fs.Float64Var(&f.http.AuthFailuresPerMinute, "auth-failures", hd.AuthFailuresPerMinute, "failed authentications a minute per client address; beyond, 429")

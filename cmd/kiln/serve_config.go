@@ -107,6 +107,13 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 		if set[name] {
 			continue
 		}
+		// A structured setting (environments) takes its JSON as it is.
+		if j, ok := fs.Lookup(name).Value.(interface{ SetJSON(json.RawMessage) error }); ok {
+			if err := j.SetJSON(settings[name]); err != nil {
+				return kiln.Errorf(kiln.Invalid, "the config file %s: %q: %v", path, name, err)
+			}
+			continue
+		}
 		value, err := settingText(settings[name])
 		if err != nil {
 			return kiln.Errorf(kiln.Invalid, "the config file %s: %q must be a string, a number or true/false", path, name)
