@@ -267,6 +267,9 @@ type RunRequest struct {
 	// there, and keeps this one's; opt-in, since kiln cannot know whether
 	// a program reads the clock or randomness. Never shared between users.
 	Cache bool `json:"cache,omitempty"`
+	// Environment runs the code with a built environment's packages (GET
+	// /v1/environments), as a session's environment does.
+	Environment string `json:"environment,omitempty"`
 }
 
 // File is a file with its content, base64 in JSON.

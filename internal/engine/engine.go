@@ -114,6 +114,9 @@ type Run struct {
 	Mounts []backend.Mount
 	// Test runs the program as tests (CellRequest.Test).
 	Test bool
+	// Environment names a prebuilt environment the service links into
+	// the run's sandbox (service/environments.go); the engine ignores it.
+	Environment string
 }
 
 // TestRun reports whether r runs a script language's test file, which goes

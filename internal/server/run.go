@@ -16,7 +16,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := runPackages(req); err != nil {
 		return err
 	}
-	run := service.RunRequest{Language: req.Language, Code: req.Code, Args: req.Args, Stdin: []byte(req.Stdin), Limits: toLimits(req.Limits), Name: req.FileName, BuildOptions: req.BuildOptions, Test: req.Test}
+	run := service.RunRequest{Language: req.Language, Code: req.Code, Args: req.Args, Stdin: []byte(req.Stdin), Limits: toLimits(req.Limits), Name: req.FileName, BuildOptions: req.BuildOptions, Test: req.Test, Environment: req.Environment}
 	for _, f := range req.Files {
 		run.Files = append(run.Files, service.File{Path: f.Path, Data: f.Content, Mode: f.Mode})
 	}

@@ -64,6 +64,12 @@ func (s *Service) cacheKey(ctx context.Context, u kiln.User, r RunRequest) (stri
 	if err != nil {
 		return "", err
 	}
+	var layer string // the environment's layer: its path holds its content hash
+	if r.Environment != "" {
+		if layer, err = s.resolveEnvironment(ctx, r.Environment); err != nil {
+			return "", err
+		}
+	}
 	b, err := json.Marshal(struct {
 		Language, Version, Code, Name string
 		Files                         []File
@@ -71,7 +77,8 @@ func (s *Service) cacheKey(ctx context.Context, u kiln.User, r RunRequest) (stri
 		Args, BuildOptions            []string
 		Test                          bool
 		Limits                        kiln.Limits
-	}{l.Name, v, r.Code, r.Name, r.Files, r.Stdin, r.Args, r.BuildOptions, r.Test, lim.WithDefaults()})
+		Environment                   string `json:",omitempty"` // keys without one stay as they were
+	}{l.Name, v, r.Code, r.Name, r.Files, r.Stdin, r.Args, r.BuildOptions, r.Test, lim.WithDefaults(), layer})
 	if err != nil {
 		return "", err
 	}

@@ -162,6 +162,24 @@ for p in (os.path.join(site, "kilntiny", "evil.py"), "/mnt/.kiln-environments/ev
 		}
 	}
 
+	// A one-shot run selects it too; the result cache keys on it.
+	for _, cached := range []bool{false, true} {
+		runFn := ts.Run
+		if cached {
+			runFn = ts.RunCached
+		}
+		res, err := runFn(ctx, u, RunRequest{Language: "python", Code: "import kilntiny\nprint(kilntiny.VALUE)", Environment: "data-science"})
+		if err != nil || res.Result.Stdout != "tiny!\n" {
+			t.Errorf("a one-shot run with the environment (cache %v): %+v, %v", cached, res.Result, err)
+		}
+	}
+	if res, err := ts.RunCached(ctx, u, RunRequest{Language: "python", Code: "import kilntiny\nprint(kilntiny.VALUE)"}); err != nil || res.Cached || res.Result.Stdout == "tiny!\n" {
+		t.Errorf("the same run without the environment: %+v, cached %v, %v; want a ModuleNotFoundError run now", res.Result, res.Cached, err)
+	}
+	if _, err := ts.Run(ctx, u, RunRequest{Language: "python", Code: "1", Environment: "other"}); kiln.KindOf(err) != kiln.Conflict {
+		t.Errorf("a run with an unbuilt environment: %v; want a conflict", err)
+	}
+
 	plain, err := ts.CreateSession(ctx, u, SessionSpec{})
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,12 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 		return RunResult{}, err
 	}
 	p = p.WithLimits(lim)
+	var layer string
+	if r.Environment != "" {
+		if layer, err = s.resolveEnvironment(ctx, r.Environment); err != nil {
+			return RunResult{}, err
+		}
+	}
 	if err := s.checkBudget(ctx, u); err != nil {
 		return RunResult{}, err
 	}
@@ -68,6 +74,11 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 	} else if n, err = s.nets.openNet("", u.ID, kiln.NetworkPolicy{}); err == nil { // as engine.RunPrepared
 		if sess, err = s.engine.NewSession(ctx, engine.SessionSpec{Limits: p.Limits(), Mounts: s.sandboxMounts(nil), EgressSocket: n.socket()}); err != nil {
 			n.close()
+		}
+	}
+	if err == nil && layer != "" {
+		if err = linkEnvironment(ctx, sess, layer); err != nil {
+			s.runs.closeLater(sess, n)
 		}
 	}
 	if err == nil {
