@@ -35,8 +35,8 @@ type Session struct {
 	LastActive time.Time
 	Ended      time.Time // zero while active
 	SandboxID  string
-	// Network is the session's network policy. It is not stored: after a
-	// restart of kiln a session's policy is "none" again.
+	// Network is the session's network policy, stored with it: a session
+	// resumed after a restart of kiln has it again.
 	Network NetworkPolicy
 	// Environment is the prebuilt environment the session selected, or
 	// "". Not stored either: a session resumed after a restart of kiln

@@ -337,6 +337,12 @@ func (s *Service) SetNetwork(ctx context.Context, u kiln.User, id string, p kiln
 		l.mu.Unlock()
 		return kiln.Session{}, errEnded
 	}
+	// Stored first: a policy that would not come back after a restart is
+	// not set.
+	if err := s.store.SetNetwork(ctx, l.rec.UserID, id, p); err != nil {
+		l.mu.Unlock()
+		return kiln.Session{}, err
+	}
 	l.policy = p
 	n := l.net
 	l.mu.Unlock()
@@ -367,13 +373,13 @@ func (l *live) netNow() *netSession {
 	return l.net
 }
 
-// networkOf is a session's policy: a live session's, else (ended, or not
-// kept in the store) none.
-func (s *Service) networkOf(id string) kiln.NetworkPolicy {
-	if l := s.lookup(id); l != nil {
+// networkOf is a session's policy: a live session's, else (ended) the
+// one stored with it.
+func (s *Service) networkOf(rec kiln.Session) kiln.NetworkPolicy {
+	if l := s.lookup(rec.ID); l != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		return l.policy
 	}
-	return kiln.NetworkPolicy{}
+	return rec.Network.Normal()
 }

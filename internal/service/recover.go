@@ -46,6 +46,10 @@ func (s *Service) recover(ctx context.Context) error {
 			l := newLive(rec, s.ws.Path(rec.ID), nil)
 			l.notice = noticeResumed
 			l.nets = s.nets
+			// Its stored policy, which its next sandbox's proxy session
+			// opens with (not re-checked against the ceiling: it was
+			// checked when set, by its owner or an admin).
+			l.policy = rec.Network.Normal()
 			s.sessions[rec.ID] = l
 		}
 		if err := s.finishRunning(ctx, rec); err != nil {

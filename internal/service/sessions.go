@@ -275,7 +275,7 @@ func (s *Service) ListSessions(ctx context.Context, u kiln.User, f store.Session
 		if list[i].Role == "" {
 			list[i].Role = kiln.RoleOwner // the store marks only shared ones
 		}
-		list[i].Network = s.networkOf(list[i].ID)
+		list[i].Network = s.networkOf(list[i])
 	}
 	return list, next, err
 }

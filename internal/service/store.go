@@ -25,6 +25,7 @@ type Store interface {
 	Session(ctx context.Context, userID, id string) (kiln.Session, error)
 	ListSessions(ctx context.Context, userID string, f store.SessionFilter, p store.Page) ([]kiln.Session, string, error)
 	EndSession(ctx context.Context, userID, id, reason string, at time.Time) error
+	SetNetwork(ctx context.Context, userID, id string, p kiln.NetworkPolicy) error
 	ActiveSessions(ctx context.Context) ([]kiln.Session, error)
 
 	AddArtifacts(ctx context.Context, userID, executionID string, arts []kiln.Artifact, at time.Time) error

@@ -13,15 +13,20 @@ import (
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
-const sessionCols = `id, user_id, languages, limits, metadata, status, end_reason, idle_ttl, created, last_active, ended, sandbox_id`
+const sessionCols = `id, user_id, languages, limits, metadata, status, end_reason, idle_ttl, created, last_active, ended, sandbox_id, network`
 
 func scanSession(r scanner) (Session, error) {
 	var s Session
-	var langs, limits, meta string
+	var langs, limits, meta, network string
 	var ttl, created, active, ended int64
 	if err := r.Scan(&s.ID, &s.UserID, &langs, &limits, &meta, &s.Status, &s.EndReason, &ttl,
-		&created, &active, &ended, &s.SandboxID); err != nil {
+		&created, &active, &ended, &s.SandboxID, &network); err != nil {
 		return s, err
+	}
+	if network != "" { // '' in rows from before the policy was kept: none
+		if err := json.Unmarshal([]byte(network), &s.Network); err != nil {
+			return s, fmt.Errorf("session %s network: %w", s.ID, err)
+		}
 	}
 	s.IdleTTL = time.Duration(ttl)
 	s.Created, s.LastActive, s.Ended = fromNanos(created), fromNanos(active), fromNanos(ended)
@@ -82,15 +87,19 @@ func (s *DB) CreateSession(ctx context.Context, ss *Session) error {
 	if err != nil {
 		return err
 	}
+	network, err := networkJSON(ss.Network)
+	if err != nil {
+		return err
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var exists int
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = $1`, ss.UserID).Scan(&exists); err != nil {
 			return one(err, "create session")
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 			ss.ID, ss.UserID, langs, limits, meta, string(ss.Status), "", int64(ss.IdleTTL),
-			nanos(ss.Created), nanos(ss.LastActive), int64(0), ss.SandboxID); err != nil {
+			nanos(ss.Created), nanos(ss.LastActive), int64(0), ss.SandboxID, network); err != nil {
 			return s.conflict(err, "create session")
 		}
 		for _, k := range slices.Sorted(maps.Keys(ss.Metadata)) {
@@ -145,6 +154,25 @@ func (s *DB) SetSandbox(ctx context.Context, userID, id, sandboxID string) error
 	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET sandbox_id = $3 WHERE id = $1 AND user_id = $2`,
 		id, userID, sandboxID)
 	return affected(res, err, "set session sandbox")
+}
+
+func (s *DB) SetNetwork(ctx context.Context, userID, id string, p kiln.NetworkPolicy) error {
+	network, err := networkJSON(p)
+	if err != nil {
+		return err
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET network = $3 WHERE id = $1 AND user_id = $2`,
+		id, userID, network)
+	return affected(res, err, "set session network")
+}
+
+// networkJSON is a policy as stored: ” for none (the zero policy), so
+// that most rows carry nothing.
+func networkJSON(p kiln.NetworkPolicy) (string, error) {
+	if p = p.Normal(); p.Mode == kiln.NetworkNone && len(p.Allow) == 0 {
+		return "", nil
+	}
+	return toJSON(p)
 }
 
 func (s *DB) EndSession(ctx context.Context, userID, id, reason string, at time.Time) error {

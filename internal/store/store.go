@@ -95,6 +95,9 @@ type Sessions interface {
 	TouchSession(ctx context.Context, userID, id string, at time.Time) error
 	// SetSandbox records the sandbox now serving the session.
 	SetSandbox(ctx context.Context, userID, id, sandboxID string) error
+	// SetNetwork records the session's network policy, so that the
+	// session has it again after a restart; ErrNotFound as Session.
+	SetNetwork(ctx context.Context, userID, id string, p kiln.NetworkPolicy) error
 	// EndSession marks an active session ended with the reason; ErrNotFound
 	// as Session, ErrConflict if it has already ended.
 	EndSession(ctx context.Context, userID, id, reason string, at time.Time) error

@@ -50,7 +50,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CPUUsage", testCPUUsage},
 		{"Batches", testBatches},
 		{"RunCache", testRunCache},
-		{"Shares", testShares}, // shares.go
+		{"Shares", testShares},                 // shares.go
+		{"SessionNetwork", testSessionNetwork}, // network.go
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
