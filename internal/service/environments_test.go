@@ -249,3 +249,31 @@ func TestEnvironmentSessionCreateTime(t *testing.T) {
 		t.Errorf("an environment adds %v to session create; want within 5 ms (50 ms allowed on a loaded machine)", mw-mo)
 	}
 }
+
+// TestEnvironmentNPM (root, and the host's npm registry): an environment
+// of an npm package builds through the egress proxy, and a JavaScript
+// cell of a session that selects it requires the package; the listing
+// gives its version.
+func TestEnvironmentNPM(t *testing.T) {
+	hostNPMRegistry(t) // skips when the host's registry is unreachable
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: environments are built and mounted in the native backend's sandboxes")
+	}
+	ts := newNativeService(t, Config{NetworkCeiling: testCeiling, Egress: egress.Config{CacheDir: t.TempDir(), CacheBytes: 64 << 20},
+		Environments: []EnvironmentDef{{Name: "js", NPM: []string{"is-number@7.0.0"}}}})
+	ctx := ctxT(t, 4*time.Minute)
+	admin := ts.user(t, "root", true)
+	env, built, err := ts.BuildEnvironment(ctx, admin, "js", PackageEvents{})
+	if err != nil || !built || !slices.Contains(env.Node, Package{Name: "is-number", Version: "7.0.0", Requested: true}) {
+		t.Fatalf("build: %+v, built %v, %v; want is-number 7.0.0", env, built, err)
+	}
+	u := ts.user(t, "alice", false)
+	sess, err := ts.CreateSession(ctx, u, SessionSpec{Languages: []string{"javascript"}, Environment: "js"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := ts.Exec(ctx, u, sess.ID, kiln.CellRequest{Language: "javascript", Code: "console.log(require('is-number')(42))"}, ExecEvents{})
+	if err != nil || e.Result.Stdout != "true\n" {
+		t.Errorf("require in a session with the environment: %+v, %v", e.Result, err)
+	}
+}
