@@ -3,6 +3,7 @@ package browser_test
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,11 +12,31 @@ import (
 	"time"
 )
 
+// npmReachable says whether the host's npm registry (read from its npm
+// configuration, as kiln serve reads it) answers for is-number, so that
+// the script also installs a real package; without it that part is
+// skipped.
+func npmReachable() bool {
+	out, err := exec.Command("npm", "config", "get", "registry").Output()
+	reg := strings.TrimSpace(string(out))
+	if err != nil || !strings.HasPrefix(reg, "http") {
+		return false
+	}
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(strings.TrimSuffix(reg, "/") + "/is-number")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
 // TestNetworkInBrowser runs web/test/network.mjs: a session created with
 // network none, a cell that tries the network and the denied egress line
 // with the policy's reason under it, an install refused under none, and
 // the owner's policy dialog (the server's refusal shown, then an
-// allowlist set).
+// allowlist set), and where the host's npm registry answers, an npm
+// install with streamed output that a JavaScript cell then requires.
 func TestNetworkInBrowser(t *testing.T) {
 	web := need(t)
 	dir := t.TempDir()
@@ -32,6 +53,9 @@ func TestNetworkInBrowser(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "node", "test/network.mjs")
 	cmd.Dir = web
 	cmd.Env = append(os.Environ(), "KILN_URL="+url, "KILN_KEY="+key, "KILN_SCREENSHOTS="+shots, "CHROMIUM="+chromium)
+	if npmReachable() {
+		cmd.Env = append(cmd.Env, "KILN_NPM=1")
+	}
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out

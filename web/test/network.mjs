@@ -105,6 +105,34 @@ async function main() {
   const s = await page.evaluate(async (id) => (await fetch(`/v1/sessions/${encodeURIComponent(id)}`)).json(), sid);
   check(s.network?.mode === "allowlist" && s.network.allow?.includes("example.com"), `the server has the new policy: ${JSON.stringify(s.network)}`);
 
+  // With the host's npm registry reachable (KILN_NPM=1), an install under
+  // the allowlist streams npm's output, lists the version, and a
+  // JavaScript cell requires the package.
+  if (process.env.KILN_NPM === "1") {
+    await page.getByRole("button", { name: "install pip or npm packages into the session" }).click();
+    await page.locator("#pkg-manager").selectOption("npm");
+    await page.locator("#pkg-names").fill("is-number@7.0.0");
+    await page.getByRole("button", { name: "Install", exact: true }).click();
+    await page.locator("dialog.packages pre.installed").waitFor({ timeout: 120000 });
+    const log = await page.locator("dialog.packages pre.pkg-log").innerText();
+    check(log.includes("installing is-number@7.0.0 with npm"), `the install's progress streamed: ${log.slice(0, 300)}`);
+    const got = await page.locator("dialog.packages pre.installed").innerText();
+    check(/is-number 7\.0\.0/.test(got), `the dialog lists the installed version: ${got}`);
+    await shot(page, "network-04-installed");
+    await page.getByRole("button", { name: "close the install dialog" }).click();
+    await page.getByRole("button", { name: "add a code cell", exact: true }).click();
+    const js = page.locator("section.cell").nth(1);
+    await js.locator("select.lang").selectOption("javascript");
+    await js.locator(".monaco-editor .view-lines").click();
+    await page.keyboard.insertText("console.log('is 5 a number:', require('is-number')(5))");
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("Control+Enter");
+    await js.locator("pre.stdout", { hasText: "is 5 a number: true" }).waitFor({ timeout: 60000 });
+    check(true, "a JavaScript cell requires the installed package");
+  } else {
+    console.log("skip: the host's npm registry is not reachable (KILN_NPM unset): no real install");
+  }
+
   check(errors.length === 0, `no page errors (${errors.join("; ")})`);
   await ctx.close();
   rmSync(dir, { recursive: true, force: true });
