@@ -142,6 +142,11 @@ func (s *Service) openEnvironments() error {
 		return fmt.Errorf("environments: %w", err)
 	}
 	e.root = real
+	// A build a stop or crash cut short left its temporary directory.
+	left, _ := filepath.Glob(filepath.Join(e.root, "*", ".building-*"))
+	for _, d := range left {
+		os.RemoveAll(d)
+	}
 	return os.Chmod(e.root, 0o755)
 }
 

@@ -88,6 +88,9 @@ func TestEnvironmentBuildAndUse(t *testing.T) {
 		t.Errorf("built packages %+v; want kiln-tiny 1.0 and kiln-dep 2.5", env.Python)
 	}
 	layer := filepath.Join(ts.envs.root, "data-science", env.Hash)
+	if left, _ := filepath.Glob(filepath.Join(ts.envs.root, "*", ".building-*")); len(left) > 0 {
+		t.Errorf("the build left %v", left)
+	}
 	before, err := os.Stat(layer)
 	if err != nil {
 		t.Fatal(err)
