@@ -111,6 +111,15 @@ async function main() {
   check(resourceTemplates.some((t) => t.uriTemplate.includes("{session_id}")), "workspace files are a resource template", resourceTemplates);
   console.log("ok: artifact " + link.uri + " read as a resource");
 
+  check(text(s).includes("network: none"), "create_session says the session's network policy", s);
+  r = await client.callTool({ name: "execute_code", arguments: { session_id: id,
+    code: "import urllib.request as u\ntry: u.urlopen('http://example.com/', timeout=20)\nexcept Exception as e: print('refused')" } });
+  check(/network:\nexample\.com:80 denied: network policy is none/.test(text(r)), "the result's text lists the denied attempt with the policy's reason", r);
+  const egress = text(r).slice(text(r).indexOf("network:"));
+  r = await client.callTool({ name: "install_packages", arguments: { session_id: id, manager: "pip", packages: ["requests"] } });
+  check(r.isError === true && /none/.test(text(r)), "install_packages under none is a tool error naming the policy", r);
+  console.log("ok: egress in the text (" + JSON.stringify(egress) + "), install_packages refused under none");
+
   r = await client.callTool({ name: "run_code", arguments: { language: "klingon", code: "Qapla'" } });
   check(r.isError === true, "an unknown language is a tool error", r);
   check(/klingon/.test(text(r)) && /language/i.test(text(r)), "the tool error names the language", r);
