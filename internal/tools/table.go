@@ -36,7 +36,8 @@ var (
 	networkProp   = `"network": {"type": "object", "required": ["mode"], "additionalProperties": false, "description": "The session's network policy. Default: {\"mode\": \"none\"}, no network at all. allowlist: HTTP and HTTPS through kiln's egress proxy to the listed hosts and the administrator's package indexes; the server may refuse hosts beyond what it allows you, saying so.", "properties": {
 		"mode": {"type": "string", "enum": ["none", "allowlist"], "description": "none or allowlist."},
 		"allow": {"type": "array", "maxItems": 256, "items": {"type": "string", "minLength": 1, "maxLength": 260}, "description": "Host names, for allowlist: example.com, *.example.com (its subdomains), either with an optional :port (no port: 80 and 443). No IP addresses."}}}`
-	packagesProp = `"packages": {"type": "array", "maxItems": 100, "items": {"type": "string", "minLength": 1, "maxLength": 256}, "description": "Packages to install before the code runs: with pip for python, npm for javascript and typescript. Each a name with an optional version: requests, requests==2.31.0, left-pad@1.3.0 (no options, URLs or paths). Installing needs network access to the package index: a session created with a network policy that allows it. Without one the call fails, saying so."}`
+	environmentProp = `"environment": {"type": "string", "minLength": 1, "maxLength": 63, "description": "A prebuilt environment of the server's, by name: its pinned Python and Node.js packages are there from the start, with no install. The administrator defines and builds them; an unknown or unbuilt name fails, naming those there are."}`
+	packagesProp    = `"packages": {"type": "array", "maxItems": 100, "items": {"type": "string", "minLength": 1, "maxLength": 256}, "description": "Packages to install before the code runs: with pip for python, npm for javascript and typescript. Each a name with an optional version: requests, requests==2.31.0, left-pad@1.3.0 (no options, URLs or paths). Installing needs network access to the package index: a session created with a network policy that allows it. Without one the call fails, saying so."}`
 )
 
 var table = mustResolve([]Tool{
@@ -52,7 +53,7 @@ var table = mustResolve([]Tool{
 				` + pathProp + `,
 				"content": {"type": "string", "description": "The file's text (UTF-8)."},
 				"content_base64": {"type": "string", "description": "The file's bytes, base64; instead of content, for binary files."}}}},
-			` + stdinProp + `, ` + timeoutProp + `, ` + packagesProp + `,
+			` + stdinProp + `, ` + timeoutProp + `, ` + packagesProp + `, ` + environmentProp + `,
 			"args": {"type": "array", "maxItems": 256, "items": {"type": "string", "maxLength": 4096}, "description": "Command-line arguments (program languages such as c, go, rust only)."}}}`),
 		call: runCode,
 	},
@@ -63,7 +64,7 @@ var table = mustResolve([]Tool{
 		Schema: schema(`{"type": "object", "additionalProperties": false, "properties": {
 			"languages": {"type": "array", "minItems": 1, "maxItems": 13, "items": {"type": "string", "minLength": 1, "maxLength": 40}, "default": ["python"], "description": "Languages the session will use; the first is the default of execute_code."},
 			"idle_ttl_seconds": {"type": "integer", "minimum": 0, "maximum": 604800, "description": "End the session after this long without use. Default (0): the server's, one hour unless changed."},
-			` + timeoutProp + `, ` + networkProp + `}}`),
+			` + timeoutProp + `, ` + networkProp + `, ` + environmentProp + `}}`),
 		call: createSession,
 	},
 	{
@@ -192,12 +193,13 @@ func runCode(ctx context.Context, c *client.Client, args json.RawMessage, p Prog
 		TimeoutMS int64    `json:"timeout_ms"`
 		Args      []string `json:"args"`
 		Packages  []string `json:"packages"`
+		Env       string   `json:"environment"`
 	}
 	if err := decode(args, &in); err != nil {
 		return nil, err
 	}
 	req := client.RunRequest{Language: cmpOr(in.Language, "python"), Code: in.Code, Stdin: in.Stdin, Args: in.Args,
-		Limits: client.Limits{TimeoutMS: in.TimeoutMS}, Packages: in.Packages}
+		Limits: client.Limits{TimeoutMS: in.TimeoutMS}, Packages: in.Packages, Environment: in.Env}
 	for _, f := range in.Files {
 		b, err := f.bytes()
 		if err != nil {
@@ -223,18 +225,23 @@ func createSession(ctx context.Context, c *client.Client, args json.RawMessage, 
 		IdleTTLSeconds int64                 `json:"idle_ttl_seconds"`
 		TimeoutMS      int64                 `json:"timeout_ms"`
 		Network        *client.NetworkPolicy `json:"network"`
+		Environment    string                `json:"environment"`
 	}
 	if err := decode(args, &in); err != nil {
 		return nil, err
 	}
 	s, err := c.CreateSession(ctx, client.SessionRequest{Languages: in.Languages, IdleTTLSeconds: in.IdleTTLSeconds,
-		Limits: client.Limits{TimeoutMS: in.TimeoutMS}, Network: in.Network, Metadata: map[string]string{"via": "tools"}})
+		Limits: client.Limits{TimeoutMS: in.TimeoutMS}, Network: in.Network, Metadata: map[string]string{"via": "tools"}, Environment: in.Environment})
 	if err != nil {
 		return nil, err
 	}
-	return textResult(fmt.Sprintf("session_id: %s\nlanguages: %s\nidle TTL: %d s (ends after this long unused)\nnetwork: %s\n"+
+	env := ""
+	if s.Environment != "" {
+		env = fmt.Sprintf("environment: %s (its packages are already installed)\n", s.Environment)
+	}
+	return textResult(fmt.Sprintf("session_id: %s\nlanguages: %s\nidle TTL: %d s (ends after this long unused)\nnetwork: %s\n%s"+
 		"Pass session_id to execute_code, list_files, read_file, write_file; close_session when done.",
-		s.ID, strings.Join(s.Languages, ", "), s.IdleTTLSeconds, networkText(s.Network))), nil
+		s.ID, strings.Join(s.Languages, ", "), s.IdleTTLSeconds, networkText(s.Network), env)), nil
 }
 
 // networkText says a network policy in one line.
