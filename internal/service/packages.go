@@ -470,6 +470,9 @@ func (x *installer) pip(ctx context.Context, specs []string) ([]Package, error) 
 	if _, err := x.run(ctx, "making the session's Python environment", "python3", "-m", "venv", "--without-pip", "--system-site-packages", venv); err != nil {
 		return nil, err
 	}
+	if _, err := x.quiet(ctx, "making the session's pip", "sh", "-c", pipShims, "sh", venv); err != nil {
+		return nil, err
+	}
 	py := path.Join(venv, "bin", "python")
 	argv := []string{py, "-m", "pip", "install", "--no-input", "--disable-pip-version-check", "--no-warn-script-location",
 		"--progress-bar", "off", "--cache-dir", x.at(pipCacheDir), "--report", x.at(pipReport), "--"}
@@ -508,6 +511,14 @@ func (x *installer) pip(ctx context.Context, specs []string) ([]Package, error) 
 	}
 	return pkgs, nil
 }
+
+// pipShims writes pip and pip3 into the venv's bin/ ($1), unless they are
+// there (pip installed into the venv): scripts that run the system's pip
+// with the venv's python, so that pip typed in a cell (the venv's bin/ is
+// first on the sandbox's PATH) installs into the venv, through the proxy,
+// and is not refused by PEP 668. The bash kernel runs the same script
+// (kernels/bash/init.bash) when a cell's pip makes the venv.
+const pipShims = `for n in pip pip3; do [ -e "$1/bin/$n" ] || { printf "#!/bin/sh\n# kiln: the system pip, run by this venv python (the venv has no pip of its own)\nexec \"%s/bin/python\" -m pip \"\$@\"\n" "$1" >"$1/bin/$n" && chmod 755 "$1/bin/$n"; } || exit; done`
 
 // pipVersions prints the installed version of each name in argv as JSON.
 const pipVersions = `import json, sys

@@ -21,7 +21,9 @@ var baseEnv = []string{
 	"LANG=C.UTF-8",
 	"LC_ALL=C.UTF-8",
 	"LOGNAME=user",
-	"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin", // Go's toolchain lives there (scripts/deps)
+	// Go's toolchain lives in /usr/local/go (scripts/deps); first, the
+	// session's own venv on its private /tmp, once a pip install makes it.
+	"PATH=/tmp/.kiln/packages/python/bin:/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin",
 	"SHELL=/bin/bash",
 	"TERM=dumb",
 	"TMPDIR=/tmp",

@@ -52,8 +52,10 @@ const (
 // to it. Nothing of the host's environment reaches the sandbox.
 var BaseEnv = []string{
 	// Every toolchain kiln runs is on it (Go lives in /usr/local/go), so
-	// a bash cell finds the same compilers as kiln's program cells.
-	"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin",
+	// a bash cell finds the same compilers as kiln's program cells. First,
+	// the session's venv (service/packages.go), once it exists: its
+	// python3 and pip install into it, also from a subprocess.
+	"PATH=/tmp/.kiln/packages/python/bin:/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin",
 	"HOME=" + Workspace,
 	"USER=" + userName,
 	"LOGNAME=" + userName,

@@ -117,6 +117,7 @@ __kiln_after() {
 	PROMPT_COMMAND='{ \__kiln_after || builtin :; } 2>/dev/null'
 	[[ -n $__kiln_running ]] || builtin return 0
 	__kiln_running=''
+	\__kiln_pkg_env
 	if [[ -n $__kiln_exit ]]; then
 		s=$__kiln_exit
 		__kiln_exit=''
@@ -280,3 +281,76 @@ __kiln_complete() {
 }
 
 PROMPT_COMMAND='{ \__kiln_after || builtin :; } 2>/dev/null'
+
+# Packages typed in a cell go where the API's installs go
+# (service/packages.go), through the same egress proxy and package policy
+# (the sandbox's PIP_INDEX_URL and npm_config_registry). pip: into the
+# session's venv on the sandbox's private /tmp, made on first use as the
+# API makes it (--system-site-packages; --without-pip, so pip and pip3 in
+# its bin/ are scripts that run the system's pip with the venv's python,
+# which installs into the venv and is not refused by PEP 668). Its bin/ is
+# first on PATH, so once it exists it is every command's python3 and pip.
+# npm install NAME: into the session's node prefix, not the workspace,
+# unless the command says where (-g, --prefix, --location).
+__kiln_venv=${TMPDIR:-/tmp}/.kiln/packages/python
+__kiln_node=${TMPDIR:-/tmp}/.kiln/packages/node
+__kiln_venv_seen=
+[[ :$PATH: == *":$__kiln_venv/bin:"* ]] || builtin export PATH=$__kiln_venv/bin:$PATH
+builtin export PATH=$PATH:$__kiln_node/node_modules/.bin
+builtin export NODE_PATH=$__kiln_node/node_modules${NODE_PATH:+:$NODE_PATH}
+
+# __kiln_pkg_env runs at the end of each cell (__kiln_after): once the
+# venv is there (made by a cell's pip, maybe in a pipeline's subshell, or
+# by the API), VIRTUAL_ENV names it and the shell forgets where it found
+# python3 and pip.
+__kiln_pkg_env() {
+	[[ -z ${__kiln_venv_seen-} && -x $__kiln_venv/bin/python ]] || builtin return 0
+	__kiln_venv_seen=1
+	builtin export VIRTUAL_ENV=$__kiln_venv
+	builtin hash -r
+}
+\__kiln_pkg_env
+
+__kiln_mkvenv() {
+	if [[ ! -x $__kiln_venv/bin/python ]]; then
+		\command python3 -m venv --without-pip --system-site-packages "$__kiln_venv" || builtin return
+	fi
+	\command sh -c "$__kiln_pipshims" sh "$__kiln_venv" || builtin return
+	\__kiln_pkg_env
+}
+
+# The same script as service/packages.go's pipShims: pip and pip3 in the
+# venv's bin/, unless there are some (pip installed into the venv).
+__kiln_pipshims='for n in pip pip3; do [ -e "$1/bin/$n" ] || { printf "#!/bin/sh\n# kiln: the system pip, run by this venv python (the venv has no pip of its own)\nexec \"%s/bin/python\" -m pip \"\$@\"\n" "$1" >"$1/bin/$n" && chmod 755 "$1/bin/$n"; } || exit; done'
+
+pip() { \__kiln_mkvenv && "$__kiln_venv/bin/pip" "$@"; }
+pip3() { \__kiln_mkvenv && "$__kiln_venv/bin/pip3" "$@"; }
+python3() {
+	[[ ${1-} != -m || ${2-} != pip ]] || \__kiln_mkvenv || builtin return
+	if [[ -x $__kiln_venv/bin/python3 ]]; then
+		"$__kiln_venv/bin/python3" "$@"
+	else
+		\command python3 "$@"
+	fi
+}
+
+npm() {
+	builtin local a names=
+	case ${1-} in
+	install | i | in | ins | inst | insta | instal | isnt | isnta | isntal | isntall | add | \
+		uninstall | unlink | remove | rm | r | un)
+		for a in "${@:2}"; do
+			case $a in
+			-g | --global | --global=* | --prefix | --prefix=* | --location | --location=* | -C) names= && break ;;
+			-*) ;;
+			*) names=1 ;;
+			esac
+		done
+		;;
+	esac
+	if [[ -n $names ]]; then
+		\command mkdir -p "$__kiln_node" && \command npm --prefix "$__kiln_node" "$@"
+	else
+		\command npm "$@"
+	fi
+}
