@@ -63,6 +63,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		test           bool
 		backendName    string
 		saveDir        string
+		local, verbose bool
+		server, key    string
 	)
 	fs.StringVar(&language, "lang", "", "language: "+strings.Join(lang.Names(), ", ")+" (default: from the file's extension)")
 	fs.StringVar(&language, "l", "", "short for --lang")
@@ -76,10 +78,15 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.BoolVar(&asJSON, "json", false, "run as the API's one-shot run (POST /v1/run) does, as one cell, and print its result as JSON: stdout, stderr, rich outputs (display(), plots), error, usage, artifacts")
 	fs.StringVar(&saveDir, "save-outputs", "", "save image outputs (display(), plots) as files output-N.png, .svg, ... in this `directory`, made if missing, existing files kept (default: a new temporary directory); stdout names each file")
 	addBackendFlag(fs, &backendName)
+	fs.BoolVar(&local, "local", false, "run on this host's engine even when a kiln serve is found (see below)")
+	fs.StringVar(&server, "server", "", "run on this kiln server through POST /v1/run (see below)")
+	fs.StringVar(&key, "key", "", "API key for --server (see below)")
+	fs.BoolVar(&verbose, "v", false, "say on stderr where the program ran: a kiln serve (which) or the local engine (why)")
 	fs.BoolVar(&stats, "stats", false, "print the exit status, wall and CPU time and peak memory on stderr; the build's apart, with its warnings")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: kiln run [flags] FILE|- [ARGS...]  or  kiln run [flags] --lang L -c CODE [-- ARGS...]\n\nFlags:\n")
 		fs.PrintDefaults()
+		fmt.Fprint(stderr, runServerHelp)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -87,8 +94,11 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		return errUsage
 	}
-	codeGiven := false
-	fs.Visit(func(f *flag.Flag) { codeGiven = codeGiven || f.Name == "c" })
+	codeGiven, backendSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		codeGiven = codeGiven || f.Name == "c"
+		backendSet = backendSet || f.Name == "backend"
+	})
 	if !codeGiven && fs.NArg() == 0 {
 		fmt.Fprint(stderr, "kiln run: nothing to run: give a program file, - for stdin, or -c CODE\n\n")
 		fs.Usage()
@@ -116,10 +126,65 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if r.Mounts, err = parseMounts(mounts); err != nil {
 		return err
 	}
-	if asJSON {
-		return runJSON(ctx, r, backendName, stdout, stderr)
+	how := runHow{backend: backendName, stats: stats, verbose: verbose || stats, saveDir: saveDir}
+	if local {
+		how.why = "--local"
+	} else if how.srv, how.why, err = findRunServer(server, key, os.Getenv, stderr); err != nil {
+		return err
 	}
-	return runProgram(ctx, r, backendName, stats, saveDir, stdout, stderr)
+	if how.srv != nil {
+		if why := serverCannot(r, backendSet); why != "" {
+			if how.srv.explicit {
+				return kiln.Errorf(kiln.Unsupported, "kiln run --server: %s; run without --server and $KILN_SERVER, or with --local", why)
+			}
+			how.srv, how.why = nil, why
+		}
+	}
+	if asJSON {
+		return runJSON(ctx, r, how, stdout, stderr)
+	}
+	return runProgram(ctx, r, how, stdout, stderr)
+}
+
+// runHow is where and how kiln run runs the program and reports it.
+type runHow struct {
+	srv            *runServer // nil: the local engine
+	why            string     // why the local engine, for -v
+	backend        string
+	stats, verbose bool
+	saveDir        string
+}
+
+// viaServer runs r on how.srv when there is one, printing the result as
+// the local path would. done false: run it locally (the why is said with
+// -v).
+func (how *runHow) viaServer(ctx context.Context, r engine.Run, stderr io.Writer) (res kiln.CellResult, done bool, err error) {
+	if how.srv == nil {
+		return res, false, nil
+	}
+	res, done, why, err := runOnServer(ctx, how.srv, r)
+	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		fmt.Fprintln(stderr, "kiln: the run was cancelled")
+		return res, true, exitError{exitInterrupted}
+	}
+	if err != nil {
+		return res, true, err
+	}
+	if !done {
+		how.why = why
+	}
+	return res, done, nil
+}
+
+// sayWhere is the -v line.
+func (how *runHow) sayWhere(w io.Writer, viaServer bool) {
+	switch {
+	case !how.verbose:
+	case viaServer:
+		fmt.Fprintf(w, "kiln: ran on the kiln serve at %s (POST /v1/run; %s)\n", how.srv.url, how.srv.why)
+	default:
+		fmt.Fprintf(w, "kiln: ran on the local engine (%s)\n", how.why)
+	}
 }
 
 // parseMounts resolves --mount DIR[:DEST] flags: DIR to its real path (the
@@ -144,20 +209,26 @@ func parseMounts(flags []string) ([]backend.Mount, error) {
 // one-shot run (engine.RunCell, a cell in a sandbox of its own), so the
 // printed CellResult is the one POST /v1/run answers for the same
 // program, rich outputs included. The exit status is kiln run's.
-func runJSON(ctx context.Context, r engine.Run, backendName string, stdout, stderr io.Writer) error {
+func runJSON(ctx context.Context, r engine.Run, how runHow, stdout, stderr io.Writer) error {
 	p, err := engine.PrepareRun(r, engine.DefaultCellBounds())
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := newBackend(ctx, backendName, log)
+	res, done, err := how.viaServer(ctx, r, stderr)
 	if err != nil {
 		return err
 	}
-	res, err := engine.New(b, log).RunPrepared(ctx, p, engine.Events{}, nil)
-	if err != nil {
-		return err
+	if !done {
+		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		b, err := newBackend(ctx, how.backend, log)
+		if err != nil {
+			return err
+		}
+		if res, err = engine.New(b, log).RunPrepared(ctx, p, engine.Events{}, nil); err != nil {
+			return err
+		}
 	}
+	how.sayWhere(stderr, done)
 	if err := printJSON(stdout, res); err != nil {
 		return err
 	}
@@ -255,7 +326,7 @@ func readFiles(specs []string) ([]engine.File, error) {
 // program. Output streams as it comes; rich outputs are saved to files and
 // named on stdout; how the run ended is said on stderr, as for a program,
 // and the exit status is the program's (exitStatus).
-func runProgram(ctx context.Context, r engine.Run, backendName string, stats bool, saveDir string, stdout, stderr io.Writer) error {
+func runProgram(ctx context.Context, r engine.Run, how runHow, stdout, stderr io.Writer) error {
 	// Bad input is reported before anything about the host.
 	p, err := engine.PrepareRun(r, engine.DefaultCellBounds())
 	if err != nil {
@@ -263,17 +334,40 @@ func runProgram(ctx context.Context, r engine.Run, backendName string, stats boo
 	}
 	out := &renderer{stdout: stdout, stderr: stderr}
 	show := out.show
-	if saveDir != "" {
-		saver, err := newOutputSaver(saveDir)
+	if how.saveDir != "" {
+		saver, err := newOutputSaver(how.saveDir)
 		if err != nil {
 			return err
 		}
 		show = func(o kiln.Output) { saver.show(stdout, stderr, o) }
 	}
+	res, done, err := how.viaServer(ctx, r, stderr)
+	if err != nil {
+		return err
+	}
+	if done {
+		replay(res, show, stdout, stderr)
+	} else if res, err = runLocal(ctx, p, how.backend, show, stdout, stderr); err != nil {
+		return err
+	}
+	reportRun(stderr, res, r.Limits)
+	how.sayWhere(stderr, done)
+	if how.stats {
+		l, _ := lang.Lookup(r.Language)
+		cellStats(stderr, res, l != nil && l.Kind == lang.Program)
+	}
+	if code := exitStatus(res); code != 0 {
+		return exitError{code}
+	}
+	return nil
+}
+
+// runLocal runs p on this host's engine, streaming its output.
+func runLocal(ctx context.Context, p engine.PreparedRun, backendName string, show func(kiln.Output), stdout, stderr io.Writer) (kiln.CellResult, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b, err := newBackend(ctx, backendName, log)
 	if err != nil {
-		return err
+		return kiln.CellResult{}, err
 	}
 	res, err := engine.New(b, log).RunPrepared(ctx, p, engine.Events{
 		Stdout: func(p []byte) { stdout.Write(p) },
@@ -282,20 +376,9 @@ func runProgram(ctx context.Context, r engine.Run, backendName string, stats boo
 	}, nil)
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "kiln: the run was cancelled")
-		return exitError{exitInterrupted}
+		return res, exitError{exitInterrupted}
 	}
-	if err != nil {
-		return err
-	}
-	reportRun(stderr, res, r.Limits)
-	if stats {
-		l, _ := lang.Lookup(r.Language)
-		cellStats(stderr, res, l != nil && l.Kind == lang.Program)
-	}
-	if code := exitStatus(res); code != 0 {
-		return exitError{code}
-	}
-	return nil
+	return res, err
 }
 
 // reportRun says on stderr how a one-shot run ended, in a program's

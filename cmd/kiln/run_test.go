@@ -181,7 +181,7 @@ func TestRunStreamsOutput(t *testing.T) {
 	needRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kilnBin, "run", "--lang", "python", "-c",
+	cmd := exec.CommandContext(ctx, kilnBin, "run", "--local", "--lang", "python", "-c",
 		"import sys, time\nprint('first', flush=True)\ntime.sleep(2)\nprint('second')")
 	cmd.Dir = t.TempDir()
 	var stderr bytes.Buffer
@@ -232,7 +232,7 @@ func TestRunInterrupt(t *testing.T) {
 	needRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kilnBin, "run", "--lang", "python", "-c",
+	cmd := exec.CommandContext(ctx, kilnBin, "run", "--local", "--lang", "python", "-c",
 		"import time\nprint('ready', flush=True)\ntime.sleep(30)")
 	cmd.Dir = t.TempDir()
 	var stderr bytes.Buffer

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package main
+
+// fileOwner: off Linux kiln run does not look for a local kiln serve (it
+// cannot tell who holds a port), so no key file is trusted.
+func fileOwner(string) (uint32, bool) { return 0, false }
