@@ -9,7 +9,6 @@ package main
 // output and exit status either way.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -118,49 +117,6 @@ func trustedLocal(server, keyFile string) (bool, string) {
 		}
 	}
 	return true, ""
-}
-
-// listenerUIDs are the owners of the TCP sockets listening on port on a
-// loopback or wildcard address, from /proc/net/tcp and tcp6 (none off
-// Linux, so a run stays local there).
-func listenerUIDs(port int) []uint32 {
-	var uids []uint32
-	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		f, err := os.Open(name)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			// sl local_address rem_address st tx:rx tr:when retrnsmt uid ...
-			fl := strings.Fields(sc.Text())
-			if len(fl) < 8 || fl[3] != "0A" { // 0A: LISTEN
-				continue
-			}
-			addr, p, ok := strings.Cut(fl[1], ":")
-			if pn, err := strconv.ParseUint(p, 16, 16); !ok || err != nil || int(pn) != port || !loopbackOrAny(addr) {
-				continue
-			}
-			if uid, err := strconv.ParseUint(fl[7], 10, 32); err == nil {
-				uids = append(uids, uint32(uid))
-			}
-		}
-		f.Close()
-	}
-	return uids
-}
-
-// loopbackOrAny reads /proc/net/tcp's hex address (host byte order words):
-// 127.x, 0.0.0.0, ::, ::1 or ::ffff:127.x.
-func loopbackOrAny(hex string) bool {
-	switch hex {
-	case "00000000", "00000000000000000000000000000000", "00000000000000000000000001000000":
-		return true
-	}
-	if len(hex) == 8 {
-		return strings.HasSuffix(hex, "7F") // little-endian 127.x.x.x
-	}
-	return len(hex) == 32 && strings.HasPrefix(hex, "0000000000000000FFFF0000") && strings.HasSuffix(hex, "7F")
 }
 
 // serverCannot says why a run must stay on this host, or "".
