@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,28 +23,52 @@ func TestRunThroughServerSameAsLocal(t *testing.T) {
 	needRoot(t)
 	s := testkiln.Start(t, testkiln.Options{Bin: kilnBin})
 	dir := workdir(t, map[string]string{
-		"args.py":  "import sys\nprint('argv', sys.argv[1:])\nprint('stdin', input())\nsys.stderr.write('to stderr\\n')\nsys.exit(3)\n",
-		"data.txt": "from a file\n",
+		"args.py":   "import sys\nprint('argv', sys.argv[1:])\nprint('stdin', input())\nsys.stderr.write('to stderr\\n')\nsys.exit(3)\n",
+		"data.txt":  "from a file\n",
+		"test_x.py": "def test_ok():\n    assert 1 + 1 == 2\n\ndef test_bad():\n    assert 1 + 1 == 3\n",
 	})
+	png := "class Img:\n    def _repr_png_(self):\n        return b'\\x89PNG\\r\\n\\x1a\\nkiln'\nprint('before')\ndisplay(Img())\n"
 	tests := []struct {
 		name  string
 		stdin string
 		args  []string
+		save  bool // --save-outputs, a directory for each way
 	}{
-		{"python argv stdin exit", "a line\n", []string{"args.py", "one", "two words"}},
-		{"python traceback", "", []string{"--lang", "python", "-c", "raise ValueError('boom')"}},
-		{"bash argv and exit", "", []string{"--lang", "bash", "-c", `echo "$@"; exit 4`, "--", "x", "y"}},
-		{"javascript exit", "", []string{"--lang", "js", "-c", "console.log('js'); process.exit(5)"}},
-		{"timeout", "", []string{"--timeout", "1s", "--lang", "python", "-c", "import time; print('start', flush=True); time.sleep(10)"}},
-		{"file", "", []string{"--file", "data.txt", "--lang", "python", "-c", "print(open('data.txt').read())"}},
-		{"killed by a signal", "", []string{"--lang", "python", "-c", "import os; os.kill(os.getpid(), 9)"}},
-		{"json", "", []string{"--json", "--lang", "python", "-c", "print(6*7)"}},
+		{"python argv stdin exit", "a line\n", []string{"args.py", "one", "two words"}, false},
+		{"python traceback", "", []string{"--lang", "python", "-c", "raise ValueError('boom')"}, false},
+		{"bash argv and exit", "", []string{"--lang", "bash", "-c", `echo "$@"; exit 4`, "--", "x", "y"}, false},
+		{"javascript exit", "", []string{"--lang", "js", "-c", "console.log('js'); process.exit(5)"}, false},
+		{"timeout", "", []string{"--timeout", "1s", "--lang", "python", "-c", "import time; print('start', flush=True); time.sleep(10)"}, false},
+		{"file", "", []string{"--file", "data.txt", "--lang", "python", "-c", "print(open('data.txt').read())"}, false},
+		{"killed by a signal", "", []string{"--lang", "python", "-c", "import os; os.kill(os.getpid(), 9)"}, false},
+		{"json", "", []string{"--json", "--lang", "python", "-c", "print(6*7)"}, false},
+		{"program on stdin", "print('from stdin')\n", []string{"--lang", "python", "-"}, false},
+		{"image saved", "", []string{"--lang", "python", "-c", png}, true},
+		{"pytest", "", []string{"--test", "test_x.py"}, false},
+		{"c with build options", "", []string{"--build-opt", "-O2 -DN=7", "--lang", "c", "-c", "#include <stdio.h>\nint main(void) { printf(\"%d\\n\", N); return 2; }"}, false},
+		{"a refused build option", "", []string{"--build-opt", "-fplugin=x.so", "--lang", "c", "-c", "int main(void) { return 0; }"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			local := execKiln(t, invocation{dir: dir, stdin: []byte(tt.stdin)}, append([]string{"run", "--local"}, tt.args...)...)
+			localArgs, remoteArgs := []string{"run", "--local"}, []string{"run", "--server", s.URL}
+			localDir, remoteDir := t.TempDir(), t.TempDir()
+			if tt.save {
+				localArgs = append(localArgs, "--save-outputs", localDir)
+				remoteArgs = append(remoteArgs, "--save-outputs", remoteDir)
+			}
+			local := execKiln(t, invocation{dir: dir, stdin: []byte(tt.stdin)}, append(localArgs, tt.args...)...)
 			remote := execKiln(t, invocation{dir: dir, stdin: []byte(tt.stdin), env: []string{"KILN_KEY=" + s.Key}},
-				append([]string{"run", "--server", s.URL}, tt.args...)...)
+				append(remoteArgs, tt.args...)...)
+			if tt.save {
+				local.stdout = strings.ReplaceAll(local.stdout, localDir, "DIR")
+				remote.stdout = strings.ReplaceAll(remote.stdout, remoteDir, "DIR")
+				if !strings.Contains(remote.stdout, "[image/png saved to DIR/output-1.png]") {
+					t.Errorf("through the server the image was not saved: stdout %q", remote.stdout)
+				}
+			}
+			for _, r := range []*result{&local, &remote} { // what differs between any two runs
+				r.stdout = varies.ReplaceAllString(r.stdout, "X")
+			}
 			if tt.name == "json" { // usage and timing differ from run to run
 				local.stdout, remote.stdout = jsonShape(t, local.stdout), jsonShape(t, remote.stdout)
 			}
@@ -54,6 +79,10 @@ func TestRunThroughServerSameAsLocal(t *testing.T) {
 		})
 	}
 }
+
+// varies is what pytest's output says differently in every run: its
+// report's temporary file and its time.
+var varies = regexp.MustCompile(`/tmp/\.kiln/tests/[0-9a-f]+/|in [0-9.]+s`)
 
 // jsonShape keeps what the --json result says apart from usage figures.
 func jsonShape(t *testing.T, out string) string {
@@ -89,17 +118,19 @@ func TestRunFindsLocalServer(t *testing.T) {
 		env       []string
 		args      []string
 		wantWhere string
+		stdin     []byte
 	}{
-		{"config's server", config(s.URL, s.Key), nil, "ran on the kiln serve at " + s.URL},
-		{"--local", config(s.URL, s.Key), []string{"--local"}, "ran on the local engine (--local)"},
-		{"--mount", config(s.URL, s.Key), []string{"--mount", mountDir}, "ran on the local engine (--mount"},
-		{"closed port", config(closed, "kiln_nokey"), nil, "ran on the local engine (no kiln serve listens on " + strings.TrimPrefix(closed, "http://")},
-		{"wrong key", config(s.URL, "kiln_wrong"), nil, "ran on the local engine (the server at " + s.URL + " did not run it"},
+		{"config's server", config(s.URL, s.Key), nil, "ran on the kiln serve at " + s.URL, nil},
+		{"--local", config(s.URL, s.Key), []string{"--local"}, "ran on the local engine (--local)", nil},
+		{"--mount", config(s.URL, s.Key), []string{"--mount", mountDir}, "ran on the local engine (--mount", nil},
+		{"closed port", config(closed, "kiln_nokey"), nil, "ran on the local engine (no kiln serve listens on " + strings.TrimPrefix(closed, "http://"), nil},
+		{"wrong key", config(s.URL, "kiln_wrong"), nil, "ran on the local engine (the server at " + s.URL + " did not run it", nil},
+		{"binary stdin", config(s.URL, s.Key), nil, "ran on the local engine (stdin is not UTF-8", []byte{0xff, 0xfe, '\n'}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append(append([]string{"run", "-v"}, tt.args...), "--lang", "python", "-c", "print('same')")
-			r := execKiln(t, invocation{env: tt.env}, args...)
+			r := execKiln(t, invocation{env: tt.env, stdin: tt.stdin}, args...)
 			if r.code != 0 || r.stdout != "same\n" {
 				t.Errorf("exit %d, stdout %q, want 0 and %q; stderr %q", r.code, r.stdout, "same\n", r.stderr)
 			}
