@@ -57,7 +57,7 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	kilnBin = filepath.Join(dir, "kiln")
-	build := exec.Command("go", "build", "-o", kilnBin, "-ldflags", "-X main.version="+testVersion, ".")
+	build := exec.Command("go", "build", "-o", kilnBin, "-ldflags", "-X main.version="+testVersion+" -X main.installedAdminKey="+filepath.Join(dir, "no-admin.key"), ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building kiln: %v\n%s", err, out)

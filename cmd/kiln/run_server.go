@@ -28,9 +28,12 @@ import (
 
 // installedAdminKey is where scripts/install and the systemd unit have
 // kiln serve write its first admin key (mode 0600, root).
-const installedAdminKey = "/var/lib/kiln/admin.key"
+//
+// A variable so that the tests' binary (built with -X) looks elsewhere:
+// a kiln serve running on the test machine is not theirs to use.
+var installedAdminKey = "/var/lib/kiln/admin.key"
 
-const runServerHelp = `
+var runServerHelp = `
 Where the program runs: with --server URL (or $KILN_SERVER), on that kiln
 server through POST /v1/run, its key from --key, $KILN_KEY or the client
 config file as for the remote commands; its errors are reported, nothing
