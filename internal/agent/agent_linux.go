@@ -66,6 +66,7 @@ type Agent struct {
 	specs   map[string]protocol.Kernel // how to start each language's kernel
 	cells   map[uint64]*cellRun
 	stdins  map[uint64]*stdinQueue // open stdin of running execs and cells, by request id
+	terms   map[uint64]*terminal   // open terminals, by request id (terminal_linux.go)
 	files   sync.Mutex             // one file operation at a time keeps chown and sizes simple
 
 	// unisolated: a plain host process (ServeUnisolated), for tests only.
@@ -206,6 +207,8 @@ func (a *Agent) dispatch(m *protocol.Message) {
 			return
 		}
 		go a.fileOp(m.ID, op)
+	case protocol.TTermOpen, protocol.TTermInput, protocol.TTermResize, protocol.TTermAck, protocol.TTermClose:
+		a.termMsg(m)
 	default:
 		a.fail(m.ID, protocol.ErrInvalid, "unknown request type "+m.Type)
 	}

@@ -91,7 +91,7 @@ func processes() map[int]procStat {
 }
 
 // protected are the processes a program exec may never take down: the
-// kernels and the waiting spare.
+// kernels, the waiting spare and the open terminals' shells.
 func (a *Agent) protected() map[int]bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -102,6 +102,7 @@ func (a *Agent) protected() map[int]bool {
 	if a.spare != nil {
 		keep[a.spare.pid] = true
 	}
+	a.terminalPids(keep)
 	return keep
 }
 
