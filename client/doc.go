@@ -38,6 +38,8 @@
 //	                                        "Accept: text/event-stream", a stream of Event
 //	GET    /v1/sessions/{id}/executions     ?limit=&cursor= -> ExecutionList
 //	GET    /v1/sessions/{id}/ws             WebSocket: WSMessage in, Event out
+//	GET    /v1/sessions/{id}/terminal       ?rows=&cols= WebSocket to a shell on a pty in the sandbox:
+//	                                        bytes in binary frames, resize/exit in JSON text frames
 //	GET    /v1/sessions/{id}/events         a stream of Event (SSE) of every user's cells, with execution_id
 //	GET    /v1/sessions/{id}/shares         ShareList (owner)
 //	PUT    /v1/sessions/{id}/shares/{user_id}  ShareRequest -> Share (201, or 200 when the role changed; owner)

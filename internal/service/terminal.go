@@ -126,3 +126,13 @@ func (t *Terminal) finish() {
 		t.svc.audit(context.Background(), e)
 	})
 }
+
+// Exit is how the shell ended, once Read has returned io.EOF: its exit
+// code, or -1 and the signal that killed it. ok is false before that.
+func (t *Terminal) Exit() (code int, signal string, ok bool) {
+	info, _ := t.t.Exit()
+	if info == nil {
+		return 0, "", false
+	}
+	return info.Code, info.Signal, true
+}
