@@ -1,0 +1,3 @@
+module kspike/pause
+
+go 1.26.0

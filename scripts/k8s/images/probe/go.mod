@@ -1,0 +1,3 @@
+module kspike/probe
+
+go 1.26.0
