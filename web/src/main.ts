@@ -11,6 +11,7 @@ import { Notebook } from "./notebook";
 import { shareDialog } from "./share";
 import { networkFields, networkStatus } from "./network";
 import { packagesDialog } from "./packages";
+import type { TerminalPanel } from "./terminal";
 
 const app = document.getElementById("app")!;
 let me: User | undefined;
@@ -153,6 +154,7 @@ function sessionRow(s: Session): HTMLElement {
 }
 
 // ---- a session's notebook ----
+const terminals: TerminalPanel[] = []; // the open terminal tabs, hung up on leaving the session
 async function notebookScreen(id: string): Promise<void> {
   loadMonaco(); // start fetching the editor while the session loads
   const session = await api.session(id);
@@ -230,6 +232,28 @@ async function notebookScreen(id: string): Promise<void> {
   });
   const files = new Files(id, openFile);
   nb.onCellDone = () => files.refresh();
+  let termCount = 0;
+  const newTerminal = async () => {
+    const n = ++termCount;
+    // xterm.js loads with the first terminal, so the first page stays light.
+    const { openTerminal } = await import("./terminal");
+    const t = openTerminal(id, document.documentElement.dataset.theme === "dark");
+    terminals.push(t);
+    const showIt = () => {
+      select(tab, t.el);
+      t.show();
+    };
+    const tab = h("span", { class: "tab-wrap" }, button(`Terminal ${n}`, showIt, { title: `open tab Terminal ${n}`, cls: "tab" }),
+      button("×", () => {
+        t.dispose();
+        terminals.splice(terminals.indexOf(t), 1);
+        tab.remove();
+        select(nbTab, nb.el);
+      }, { title: `close Terminal ${n}` }));
+    tab.setAttribute("role", "tab");
+    tabs.append(tab);
+    showIt();
+  };
   const role = session.role ?? "owner";
   const bar = h("div", { class: "nb-bar", role: "toolbar", "aria-label": "notebook" },
     role === "viewer" ? "" : button("▶▶ Run all", () => nb.runAll(), { title: "run all cells" }),
@@ -238,6 +262,7 @@ async function notebookScreen(id: string): Promise<void> {
     role === "owner" ? button("Share", () => shareDialog(session, me?.id ?? ""), { title: "share the session with other users" })
       : h("span", { class: "muted role", title: `the session is ${session.owner_id}'s` }, `shared with you as ${role}`),
     networkStatus(session, () => {}),
+    role === "viewer" ? "" : button("Terminal", () => void newTerminal(), { title: "open a terminal: a shell in the session's sandbox" }),
     role === "viewer" ? "" : button("Install packages", () => packagesDialog(session, () => files.refresh()), { title: "install pip or npm packages into the session" }),
     button("+ Code", () => nb.add("code"), { title: "add a code cell" }),
     button("+ Markdown", () => nb.add("markdown"), { title: "add a markdown cell" }),
@@ -256,6 +281,7 @@ async function notebookScreen(id: string): Promise<void> {
 async function route(): Promise<void> {
   current?.close();
   current = undefined;
+  for (const t of terminals.splice(0)) t.dispose();
   delete document.body.dataset.ready;
   try {
     me ??= await api.me();
