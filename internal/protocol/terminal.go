@@ -22,8 +22,8 @@ const TermWindow = 256 << 10
 const MaxTerminals = 4
 
 // TermMaxInput bounds the keystrokes the agent keeps for a terminal that
-// is not reading them; input past it is refused with an error event
-// rather than queued without bound.
+// is not reading them; input past it is dropped (as a full tty input
+// queue drops it) rather than queued without bound.
 const TermMaxInput = 64 << 10
 
 // TermOpen starts a shell on a new pseudo-terminal, as the unprivileged
