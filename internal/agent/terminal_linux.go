@@ -33,6 +33,7 @@ type terminal struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	credit int64 // output the agent may still send before an ack
+	chunks int   // term_output messages it may still send
 	queued int   // bytes in input
 	closed bool
 }
@@ -68,9 +69,10 @@ func (a *Agent) termMsg(m *protocol.Message) {
 		}
 	case protocol.TTermAck:
 		var ack protocol.TermAck
-		if m.Decode(&ack) == nil && ack.Bytes > 0 {
+		if m.Decode(&ack) == nil && ack.Bytes >= 0 && ack.Chunks >= 0 {
 			t.mu.Lock()
 			t.credit = min(t.credit+ack.Bytes, protocol.TermWindow)
+			t.chunks = min(t.chunks+ack.Chunks, protocol.TermWindowChunks)
 			t.cond.Broadcast()
 			t.mu.Unlock()
 		}
@@ -101,7 +103,7 @@ func (a *Agent) openTerminal(id uint64, req protocol.TermOpen) {
 		a.fail(id, protocol.ErrInvalid, msg)
 		return
 	}
-	t := &terminal{id: id, input: make(chan []byte, 64), ended: make(chan struct{}), credit: protocol.TermWindow}
+	t := &terminal{id: id, input: make(chan []byte, 64), ended: make(chan struct{}), credit: protocol.TermWindow, chunks: protocol.TermWindowChunks}
 	t.cond = sync.NewCond(&t.mu)
 	a.mu.Lock()
 	if a.terms == nil {
@@ -285,7 +287,7 @@ func (a *Agent) pumpTerminal(t *terminal) {
 	buf := make([]byte, 32<<10)
 	for {
 		t.mu.Lock()
-		for t.credit <= 0 && !t.closed {
+		for (t.credit <= 0 || t.chunks <= 0) && !t.closed {
 			t.cond.Wait()
 		}
 		if t.closed {
@@ -298,6 +300,7 @@ func (a *Agent) pumpTerminal(t *terminal) {
 		if n > 0 {
 			t.mu.Lock()
 			t.credit -= int64(n)
+			t.chunks--
 			t.mu.Unlock()
 			a.out.Send(t.id, protocol.TTermOutput, protocol.Data{Data: buf[:n]})
 		}

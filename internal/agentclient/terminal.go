@@ -72,7 +72,7 @@ func (t *Terminal) Read(p []byte) (int, error) {
 			}
 			t.rest = d.Data
 			// Credit goes back once the bytes are in the caller's hands.
-			t.c.out.Send(t.id, protocol.TTermAck, protocol.TermAck{Bytes: int64(len(d.Data))})
+			t.c.out.Send(t.id, protocol.TTermAck, protocol.TermAck{Bytes: int64(len(d.Data)), Chunks: 1})
 		case protocol.TExit:
 			var info protocol.ExitInfo
 			err := m.Decode(&info)

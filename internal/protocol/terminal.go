@@ -18,6 +18,12 @@ const (
 // ever holds more than this of one terminal's output.
 const TermWindow = 256 << 10
 
+// TermWindowChunks bounds the term_output messages in flight the same way:
+// a pty gives small reads, and the client's queue for one request holds
+// a fixed number of messages (agentclient), which a terminal must never
+// fill, or it would stall every other request on the connection.
+const TermWindowChunks = 16
+
 // MaxTerminals bounds the terminals open at once in one sandbox.
 const MaxTerminals = 4
 
@@ -40,7 +46,9 @@ type TermSize struct {
 	Cols uint16 `json:"cols"`
 }
 
-// TermAck returns output credit: Bytes of term_output have been passed on.
+// TermAck returns output credit: Chunks term_output messages holding Bytes
+// have been passed on.
 type TermAck struct {
-	Bytes int64 `json:"bytes"`
+	Bytes  int64 `json:"bytes"`
+	Chunks int   `json:"chunks"`
 }

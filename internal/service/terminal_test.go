@@ -149,3 +149,57 @@ func TestTerminalRoles(t *testing.T) {
 		t.Errorf("closing: %v", err)
 	}
 }
+
+// TestTerminalBounds: a session has at most protocol.MaxTerminals
+// terminals (the next is a conflict that says so, and closing one makes
+// room), and a terminal whose output nobody reads stops its shell, not
+// the session: a cell runs meanwhile on the same agent connection.
+func TestTerminalBounds(t *testing.T) {
+	ts := newTestService(t, Config{})
+	ctx := ctxT(t, 2*time.Minute)
+	owner := ts.user(t, "owner", false)
+	sess, err := ts.CreateSession(ctx, owner, SessionSpec{Languages: []string{"python"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var terms []*Terminal
+	for range 4 {
+		term, err := ts.OpenTerminal(ctx, owner, sess.ID, 24, 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms = append(terms, term)
+	}
+	if _, err := ts.OpenTerminal(ctx, owner, sess.ID, 24, 80); kiln.KindOf(err) != kiln.Conflict || !strings.Contains(err.Error(), "4 terminals") {
+		t.Fatalf("a fifth terminal: %v, want a conflict naming the bound of 4", err)
+	}
+	// A flood nobody reads.
+	terms[0].Write([]byte("seq 1 1000000000\n"))
+	time.Sleep(time.Second)
+	done := make(chan error, 1)
+	go func() {
+		e, err := ts.Exec(ctx, owner, sess.ID, kiln.CellRequest{Language: "python", Code: "print(6*7)"}, ExecEvents{})
+		if err == nil && !strings.Contains(e.Result.Stdout, "42") {
+			err = errors.New("stdout " + e.Result.Stdout)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("a cell beside an unread terminal: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("a cell did not finish while a terminal's output went unread: the terminal blocked the agent connection")
+	}
+	for _, term := range terms {
+		term.Close()
+		io.Copy(io.Discard, term)
+	}
+	term, err := ts.OpenTerminal(ctx, owner, sess.ID, 24, 80)
+	if err != nil {
+		t.Fatalf("a terminal after the others closed: %v", err)
+	}
+	term.Close()
+	io.Copy(io.Discard, term)
+}
