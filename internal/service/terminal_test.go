@@ -203,3 +203,54 @@ func TestTerminalBounds(t *testing.T) {
 	term.Close()
 	io.Copy(io.Discard, term)
 }
+
+// TestTerminalEndsWithSession: deleting the session ends its open
+// terminal: the reader gets an error instead of waiting forever, and the
+// shell's processes are gone with the sandbox.
+func TestTerminalEndsWithSession(t *testing.T) {
+	ts := newTestService(t, Config{})
+	ctx := ctxT(t, time.Minute)
+	owner := ts.user(t, "owner", false)
+	sess, err := ts.CreateSession(ctx, owner, SessionSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := ts.OpenTerminal(ctx, owner, sess.ID, 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, term); ended <- err }()
+	term.Write([]byte("sleep 9877 &\n"))
+	for i := 0; !procAlive("sleep\x009877\x00"); i++ {
+		if i == 600 {
+			t.Fatal("sleep 9877 did not start in the terminal within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := ts.DeleteSession(ctx, owner, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the terminal's reader still waits 30s after its session was deleted")
+	}
+	for range 100 {
+		if !procAlive("sleep\x009877\x00") {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Error("sleep 9877 from the deleted session's terminal is still running")
+}
+
+func procAlive(cmdline string) bool {
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		if b, _ := os.ReadFile(p); string(b) == cmdline {
+			return true
+		}
+	}
+	return false
+}
