@@ -21,11 +21,11 @@ import (
 // open and the close are audited. On the native backend (root) and on
 // the unboxed one.
 func TestTerminal(t *testing.T) {
-	t.Run("native", func(t *testing.T) { testTerminal(t, newNativeService(t, Config{})) })
-	t.Run("unboxed", func(t *testing.T) { testTerminal(t, newTestService(t, Config{})) })
+	t.Run("native", func(t *testing.T) { testTerminal(t, newNativeService(t, Config{}), true) })
+	t.Run("unboxed", func(t *testing.T) { testTerminal(t, newTestService(t, Config{}), false) })
 }
 
-func testTerminal(t *testing.T, ts *testService) {
+func testTerminal(t *testing.T, ts *testService, sandboxed bool) {
 	if _, err := os.Stat("/bin/bash"); err != nil {
 		t.Skip("needs /bin/bash")
 	}
@@ -70,6 +70,13 @@ func testTerminal(t *testing.T, ts *testService) {
 	if !sleeperAlive() {
 		t.Fatal("the background sleep 9876 is not running, so the check below would prove nothing")
 	}
+	if sandboxed {
+		// The shell's jobs are in the sandbox's user cgroup, under its limits.
+		// (v1 lists a line per hierarchy, v2 one line.)
+		if cg := sleeperCgroup(); !regexp.MustCompile(`(?m):/kiln/[^/\n]+/user$`).MatchString(cg) {
+			t.Errorf("the terminal's job is in cgroup %q, want the sandbox's kiln/<id>/user", cg)
+		}
+	}
 	term.Close()
 	select {
 	case err := <-ended:
@@ -95,6 +102,18 @@ func testTerminal(t *testing.T, ts *testService) {
 	if got := strings.Join(actions, " "); !strings.Contains(got, "terminal.open:ok") || !strings.Contains(got, "terminal.close:ok") {
 		t.Errorf("audit has %q, want terminal.open and terminal.close", got)
 	}
+}
+
+// sleeperCgroup is /proc/PID/cgroup of the "sleep 9876" process.
+func sleeperCgroup() string {
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		if b, _ := os.ReadFile(p); string(b) == "sleep\x009876\x00" {
+			cg, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cgroup"))
+			return string(cg)
+		}
+	}
+	return ""
 }
 
 // sleeperAlive says whether a "sleep 9876" runs anywhere on the host.
