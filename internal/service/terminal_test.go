@@ -67,8 +67,11 @@ func testTerminal(t *testing.T, ts *testService, sandboxed bool) {
 	// A background job, which must go with the terminal.
 	term.Write([]byte("sleep 9876 & echo bg=$!\n"))
 	await("background job", regexp.MustCompile(`[\r\n]bg=[0-9]+\r\n`))
-	if !sleeperAlive() {
-		t.Fatal("the background sleep 9876 is not running, so the check below would prove nothing")
+	for i := 0; !sleeperAlive(); i++ { // $! is known before the child has exec'd sleep
+		if i == 600 {
+			t.Fatal("the background sleep 9876 is not running after 30s, so the check below would prove nothing")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if sandboxed {
 		// The shell's jobs are in the sandbox's user cgroup, under its limits.
