@@ -1,7 +1,6 @@
 package programs
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -37,15 +36,15 @@ func caretColumn(line string) int {
 
 var (
 	// main.c:4:10: error: 'y' undeclared
-	gccLine = regexp.MustCompile(`^(.+?):(\d+):(?:(\d+):)? (fatal error|error|warning): (.*)$`)
+	gccLine = lazyRE(`^(.+?):(\d+):(?:(\d+):)? (fatal error|error|warning): (.*)$`)
 	// gfortran puts the message a few lines below its location:
 	//   main.f90:3:9:
 	//   (source and a marker)
 	//   Error: Syntax error in expression at (1)
-	gfortranLocation = regexp.MustCompile(`^(.+?):(\d+):(?:(\d+)(?:-\d+)?:)?$`)
-	gfortranMessage  = regexp.MustCompile(`^(Error|Fatal Error|Warning): (.*)$`)
+	gfortranLocation = lazyRE(`^(.+?):(\d+):(?:(\d+)(?:-\d+)?:)?$`)
+	gfortranMessage  = lazyRE(`^(Error|Fatal Error|Warning): (.*)$`)
 	// main.c:(.text.startup+0x5): undefined reference to `foo'
-	ldUndefined = regexp.MustCompile(`^(.+?):\([^)]*\): (undefined reference to .*)$`)
+	ldUndefined = lazyRE(`^(.+?):\([^)]*\): (undefined reference to .*)$`)
 )
 
 // parseGCC reads gcc, g++ and gfortran.
@@ -72,7 +71,7 @@ func parseGCC(log string) []kiln.Diagnostic {
 }
 
 // ./main.go:3:5: undefined: x
-var goLine = regexp.MustCompile(`^(?:\./)?(.+?\.go):(\d+)(?::(\d+))?: (.*)$`)
+var goLine = lazyRE(`^(?:\./)?(.+?\.go):(\d+)(?::(\d+))?: (.*)$`)
 
 // parseGo reads `go build`. Lines indented with a tab continue the message
 // above them.
@@ -90,9 +89,9 @@ func parseGo(log string) []kiln.Diagnostic {
 
 var (
 	// Main.java:3: error: ';' expected
-	javacLine = regexp.MustCompile(`^(.+\.java):(\d+): (error|warning): (.*)$`)
+	javacLine = lazyRE(`^(.+\.java):(\d+): (error|warning): (.*)$`)
 	// The lines after the caret that say more: "  symbol:   method foo()".
-	javacDetail = regexp.MustCompile(`^\s+(symbol|location|required|found|reason)\b`)
+	javacDetail = lazyRE(`^\s+(symbol|location|required|found|reason)\b`)
 )
 
 // parseJavac reads javac: a header, the source line, a caret line that gives
@@ -124,9 +123,9 @@ func parseJavac(log string) []kiln.Diagnostic {
 
 var (
 	// error[E0308]: mismatched types
-	rustHeader = regexp.MustCompile(`^(error|warning)(?:\[(\w+)\])?: (.*)$`)
+	rustHeader = lazyRE(`^(error|warning)(?:\[(\w+)\])?: (.*)$`)
 	//  --> main.rs:3:5
-	rustLocation = regexp.MustCompile(`^\s*--> (.+?):(\d+):(\d+)$`)
+	rustLocation = lazyRE(`^\s*--> (.+?):(\d+):(\d+)$`)
 )
 
 // parseRustc reads rustc's human format: a header, then the location on a
@@ -162,7 +161,7 @@ func parseRustc(log string) []kiln.Diagnostic {
 }
 
 // PHP Parse error: syntax error, unexpected ... in main.php on line 3
-var phpLine = regexp.MustCompile(`^(?:PHP )?(Parse error|Fatal error|Compile error|Warning|Deprecated|Notice):\s+(.*) in (.+?) on line (\d+)$`)
+var phpLine = lazyRE(`^(?:PHP )?(Parse error|Fatal error|Compile error|Warning|Deprecated|Notice):\s+(.*) in (.+?) on line (\d+)$`)
 
 // parsePHP reads php -l.
 func parsePHP(log string) []kiln.Diagnostic {
@@ -181,7 +180,7 @@ func parsePHP(log string) []kiln.Diagnostic {
 
 // main.rb:3: syntax error, unexpected `end'
 // main.rb:2: warning: assigned but unused variable - x
-var rubyLine = regexp.MustCompile(`^(.+?\.rb):(\d+): (warning: )?(.*)$`)
+var rubyLine = lazyRE(`^(.+?\.rb):(\d+): (warning: )?(.*)$`)
 
 // parseRuby reads ruby -wc, and a syntax error when ruby runs a file. A
 // source line and a caret line may follow and give the column.

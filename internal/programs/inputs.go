@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"path"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -166,7 +165,7 @@ func gatherCell(ctx context.Context, ex Execer, j *job, in *inputs, read func(st
 	return nil
 }
 
-var javaPackage = regexp.MustCompile(`(?m)^\s*package\s+([\w.]+)\s*;`)
+var javaPackage = lazyRE(`(?m)^\s*package\s+([\w.]+)\s*;`)
 
 func missing(ctx context.Context, p string, err error) error {
 	if ctx.Err() != nil {
@@ -268,8 +267,8 @@ func (w *walker) walk(ctx context.Context, dir string, depth int) error {
 // Fortran module statements: "module m" (not "module procedure ..."), and
 // "use m", "use :: m", "use, intrinsic :: m".
 var (
-	fortranModule = regexp.MustCompile(`(?im)^[ \t]*module[ \t]+(\w+)[ \t]*(?:!.*)?$`)
-	fortranUse    = regexp.MustCompile(`(?im)^[ \t]*use[ \t]*(?:,[ \t]*\w+[ \t]*)?(?:::)?[ \t]*(\w+)`)
+	fortranModule = lazyRE(`(?im)^[ \t]*module[ \t]+(\w+)[ \t]*(?:!.*)?$`)
+	fortranUse    = lazyRE(`(?im)^[ \t]*use[ \t]*(?:,[ \t]*\w+[ \t]*)?(?:::)?[ \t]*(\w+)`)
 )
 
 // fortranOrder puts the files that define modules before the files that use

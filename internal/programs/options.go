@@ -2,7 +2,6 @@ package programs
 
 import (
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -36,19 +35,19 @@ type optionPolicy struct {
 
 var (
 	// A library or a macro: a plain name.
-	libName   = regexp.MustCompile(`^-l[A-Za-z0-9_][A-Za-z0-9_+.-]*$`)
-	macroDef  = regexp.MustCompile(`^-D[A-Za-z_][A-Za-z0-9_]*(?:=[^\x00-\x1f]*)?$`)
-	macroUndo = regexp.MustCompile(`^-U[A-Za-z_][A-Za-z0-9_]*$`)
-	gccSimple = regexp.MustCompile(`^(?:-O[0-3sgz]?|-Ofast|-g[0-3]?|-ggdb[0-3]?|-w|-pedantic|-pedantic-errors|-pthread|-static|-fPIC|-fPIE|-no-pie|-ansi)$`)
-	gccStd    = regexp.MustCompile(`^-std=[a-z0-9+]+$`)
+	libName   = lazyRE(`^-l[A-Za-z0-9_][A-Za-z0-9_+.-]*$`)
+	macroDef  = lazyRE(`^-D[A-Za-z_][A-Za-z0-9_]*(?:=[^\x00-\x1f]*)?$`)
+	macroUndo = lazyRE(`^-U[A-Za-z_][A-Za-z0-9_]*$`)
+	gccSimple = lazyRE(`^(?:-O[0-3sgz]?|-Ofast|-g[0-3]?|-ggdb[0-3]?|-w|-pedantic|-pedantic-errors|-pthread|-static|-fPIC|-fPIE|-no-pie|-ansi)$`)
+	gccStd    = lazyRE(`^-std=[a-z0-9+]+$`)
 	// -Wall, -Wextra, -Wno-unused, -Werror=format: warnings only; -Wl,
 	// -Wa, and -Wp, pass flags on to other programs and are not matched.
-	gccWarn = regexp.MustCompile(`^-W(?:no-)?[a-z][a-z0-9-]*(?:=[a-z0-9-]+)?$`)
+	gccWarn = lazyRE(`^-W(?:no-)?[a-z][a-z0-9-]*(?:=[a-z0-9-]+)?$`)
 	// -fno-exceptions, -fsanitize=address, -fopenmp: code generation. The
 	// ones that name a file or load code are refused by name (gccFRefused).
-	gccF   = regexp.MustCompile(`^-f(?:no-)?[a-z][a-z0-9-]*(?:=[A-Za-z0-9_,.+-]+)?$`)
-	gccM   = regexp.MustCompile(`^-m(?:no-)?[a-z0-9][a-z0-9-]*(?:=[A-Za-z0-9_,.+-]+)?$`)
-	gccDir = regexp.MustCompile(`^-(?:I|L|isystem|iquote)(.+)$`)
+	gccF   = lazyRE(`^-f(?:no-)?[a-z][a-z0-9-]*(?:=[A-Za-z0-9_,.+-]+)?$`)
+	gccM   = lazyRE(`^-m(?:no-)?[a-z0-9][a-z0-9-]*(?:=[A-Za-z0-9_,.+-]+)?$`)
+	gccDir = lazyRE(`^-(?:I|L|isystem|iquote)(.+)$`)
 )
 
 // gccFRefused are the -f flags that read or write files of their own, load a
@@ -92,11 +91,11 @@ func safeDir(d string) bool {
 }
 
 var (
-	rustSimple = regexp.MustCompile(`^(?:-O|-g|--test)$`)
-	rustC      = regexp.MustCompile(`^-C(?:opt-level=[0-3sz]|debug-assertions(?:=(?:on|off|yes|no|true|false))?|overflow-checks(?:=(?:on|off|yes|no|true|false))?|target-cpu=[a-z0-9_-]+|target-feature=[a-z0-9_,.+-]+|codegen-units=[0-9]+|lto(?:=(?:fat|thin|off|on|yes|no|true|false))?|panic=(?:abort|unwind)|debuginfo=[0-2]|strip=(?:none|debuginfo|symbols))$`)
-	rustEd     = regexp.MustCompile(`^--edition(?:=|)(?:2015|2018|2021|2024)$`)
-	rustCfg    = regexp.MustCompile(`^--cfg(?:=|)[A-Za-z_][A-Za-z0-9_]*(?:="[A-Za-z0-9_.+-]*")?$`)
-	rustLint   = regexp.MustCompile(`^-[AWDF](?:[a-z][a-z0-9_:-]*)$`)
+	rustSimple = lazyRE(`^(?:-O|-g|--test)$`)
+	rustC      = lazyRE(`^-C(?:opt-level=[0-3sz]|debug-assertions(?:=(?:on|off|yes|no|true|false))?|overflow-checks(?:=(?:on|off|yes|no|true|false))?|target-cpu=[a-z0-9_-]+|target-feature=[a-z0-9_,.+-]+|codegen-units=[0-9]+|lto(?:=(?:fat|thin|off|on|yes|no|true|false))?|panic=(?:abort|unwind)|debuginfo=[0-2]|strip=(?:none|debuginfo|symbols))$`)
+	rustEd     = lazyRE(`^--edition(?:=|)(?:2015|2018|2021|2024)$`)
+	rustCfg    = lazyRE(`^--cfg(?:=|)[A-Za-z_][A-Za-z0-9_]*(?:="[A-Za-z0-9_.+-]*")?$`)
+	rustLint   = lazyRE(`^-[AWDF](?:[a-z][a-z0-9_:-]*)$`)
 )
 
 // rustOptions is rustc's allowlist.
@@ -110,7 +109,7 @@ var rustOptions = &optionPolicy{
 	},
 }
 
-var goTags = regexp.MustCompile(`^-tags=[A-Za-z0-9_.,]+$`)
+var goTags = lazyRE(`^-tags=[A-Za-z0-9_.,]+$`)
 
 // goOptions is go build's allowlist: -gcflags and -ldflags can name files
 // (-importcfg, -linkmode external), so they are not on it.
@@ -120,8 +119,8 @@ var goOptions = &optionPolicy{
 }
 
 var (
-	javaSimple = regexp.MustCompile(`^(?:-g|-g:none|-g:[a-z,]+|-nowarn|-Werror|-deprecation|-parameters|-Xlint|-Xlint:[a-z,-]+|-Xdoclint|-Xdoclint:[a-z,/-]+)$`)
-	javaRel    = regexp.MustCompile(`^(?:--release|-source|-target)(?:=|)[0-9]{1,2}$`)
+	javaSimple = lazyRE(`^(?:-g|-g:none|-g:[a-z,]+|-nowarn|-Werror|-deprecation|-parameters|-Xlint|-Xlint:[a-z,-]+|-Xdoclint|-Xdoclint:[a-z,/-]+)$`)
+	javaRel    = lazyRE(`^(?:--release|-source|-target)(?:=|)[0-9]{1,2}$`)
 )
 
 // javaOptions is javac's allowlist.

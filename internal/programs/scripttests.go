@@ -7,7 +7,6 @@ import (
 	"encoding/xml"
 	"io"
 	"path"
-	"regexp"
 	"strings"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -19,9 +18,9 @@ import (
 // node --test. A file is a test file by its name (test_*.py, *_test.py,
 // *.test.js, *_test.js, ...) or because the caller asked (CellRequest.Test).
 
-var scriptTestName = map[string]*regexp.Regexp{
-	"python":     regexp.MustCompile(`^(?:test_.*|.*_test)\.py$`),
-	"javascript": regexp.MustCompile(`^.*[._-]test\.[cm]?js$|^test[._-].*\.[cm]?js$`),
+var scriptTestName = map[string]*lazyRegexp{
+	"python":     lazyRE(`^(?:test_.*|.*_test)\.py$`),
+	"javascript": lazyRE(`^.*[._-]test\.[cm]?js$|^test[._-].*\.[cm]?js$`),
 }
 
 // IsScriptTest reports whether a cell of language (a script language) runs
@@ -181,8 +180,8 @@ func parseJUnit(data []byte) []kiln.TestCase {
 }
 
 var (
-	tapLine  = regexp.MustCompile(`^(\s*)(not ok|ok) \d+ - (.*?)(?:\s+#\s*(SKIP|TODO)\b.*)?$`)
-	tapError = regexp.MustCompile(`^\s+error: (.*)$`)
+	tapLine  = lazyRE(`^(\s*)(not ok|ok) \d+ - (.*?)(?:\s+#\s*(SKIP|TODO)\b.*)?$`)
+	tapError = lazyRE(`^\s+error: (.*)$`)
 )
 
 // parseTAP reads node --test's TAP report: each "ok"/"not ok" line, a

@@ -1,7 +1,6 @@
 package programs
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -23,10 +22,10 @@ const maxTestMessage = 4 << 10
 const maxTestCases = 10000
 
 var (
-	goRun    = regexp.MustCompile(`^=== (?:RUN|CONT|PAUSE)\s+(\S+)`)
-	goEnd    = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+) \(`)
-	rustLine = regexp.MustCompile(`^test (\S+) \.\.\. (ok|FAILED|ignored)\b`)
-	rustOut  = regexp.MustCompile(`^---- (\S+) stdout ----$`)
+	goRun    = lazyRE(`^=== (?:RUN|CONT|PAUSE)\s+(\S+)`)
+	goEnd    = lazyRE(`^\s*--- (PASS|FAIL|SKIP): (\S+) \(`)
+	rustLine = lazyRE(`^test (\S+) \.\.\. (ok|FAILED|ignored)\b`)
+	rustOut  = lazyRE(`^---- (\S+) stdout ----$`)
 )
 
 var statusOf = map[string]string{

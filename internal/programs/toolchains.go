@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -473,12 +472,12 @@ func seedGoCache(ctx context.Context, ex Execer, j *job) error {
 // Tests beside an empty main. A file whose checks are test functions and
 // whose main does nothing must not pass silently: it is built as its tests.
 var (
-	rustTest      = regexp.MustCompile(`#\[\s*test\s*\]`)
-	rustMain      = regexp.MustCompile(`\bfn\s+main\s*\(\s*\)`)
-	rustEmptyMain = regexp.MustCompile(`\bfn\s+main\s*\(\s*\)\s*\{(?:\s|//[^\n]*\n|/\*(?s:.*?)\*/)*\}`)
-	goTest        = regexp.MustCompile(`(?m)^func\s+(?:Test|Example|Fuzz)\w*\s*\(`)
-	goMain        = regexp.MustCompile(`(?m)^func\s+main\s*\(\s*\)`)
-	goEmptyMain   = regexp.MustCompile(`(?m)^func\s+main\s*\(\s*\)\s*\{(?:\s|//[^\n]*\n|/\*(?s:.*?)\*/)*\}`)
+	rustTest      = lazyRE(`#\[\s*test\s*\]`)
+	rustMain      = lazyRE(`\bfn\s+main\s*\(\s*\)`)
+	rustEmptyMain = lazyRE(`\bfn\s+main\s*\(\s*\)\s*\{(?:\s|//[^\n]*\n|/\*(?s:.*?)\*/)*\}`)
+	goTest        = lazyRE(`(?m)^func\s+(?:Test|Example|Fuzz)\w*\s*\(`)
+	goMain        = lazyRE(`(?m)^func\s+main\s*\(\s*\)`)
+	goEmptyMain   = lazyRE(`(?m)^func\s+main\s*\(\s*\)\s*\{(?:\s|//[^\n]*\n|/\*(?s:.*?)\*/)*\}`)
 )
 
 // testsOrNote decides from what a program has: its tests run when its main
@@ -534,7 +533,7 @@ func goPackageTests(j *job, in *inputs) {
 
 // javaPublic finds the top-level public type, which javac wants in a file
 // of its name.
-var javaPublic = regexp.MustCompile(`(?m)^[ \t]*public\s+(?:(?:final|abstract|sealed|non-sealed|strictfp)\s+)*(?:class|interface|enum|record|@interface)\s+([\p{L}_$][\p{L}\p{N}_$]*)`)
+var javaPublic = lazyRE(`(?m)^[ \t]*public\s+(?:(?:final|abstract|sealed|non-sealed|strictfp)\s+)*(?:class|interface|enum|record|@interface)\s+([\p{L}_$][\p{L}\p{N}_$]*)`)
 
 // javaClassName is the name of src's public type, or def.
 func javaClassName(src []byte, def string) string {

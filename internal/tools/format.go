@@ -37,14 +37,14 @@ type AnthropicTool struct {
 func Definitions(format string) (any, error) {
 	switch format {
 	case FormatOpenAI, "":
-		out := make([]OpenAIFunction, len(table))
-		for i, t := range table {
+		out := make([]OpenAIFunction, len(tools()))
+		for i, t := range tools() {
 			out[i] = OpenAIFunction{Type: "function", Function: OpenAIFuncBody{Name: t.Name, Description: t.Description, Parameters: t.Schema}}
 		}
 		return out, nil
 	case FormatAnthropic:
-		out := make([]AnthropicTool, len(table))
-		for i, t := range table {
+		out := make([]AnthropicTool, len(tools()))
+		for i, t := range tools() {
 			out[i] = AnthropicTool{Name: t.Name, Description: t.Description, InputSchema: t.Schema}
 		}
 		return out, nil

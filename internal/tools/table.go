@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/kiln-dev/kiln/client"
 )
@@ -40,13 +41,19 @@ var (
 	packagesProp    = `"packages": {"type": "array", "maxItems": 100, "items": {"type": "string", "minLength": 1, "maxLength": 256}, "description": "Packages to install before the code runs: with pip for python, npm for javascript and typescript. Each a name with an optional version: requests, requests==2.31.0, left-pad@1.3.0 (no options, URLs or paths). Installing needs network access to the package index: a session created with a network policy that allows it. Without one the call fails, saying so."}`
 )
 
-var table = mustResolve([]Tool{
-	{
-		Name: "run_code",
-		Description: "Run code once in a fresh, isolated sandbox with no network, and return its output: stdout, stderr, " +
-			"errors with tracebacks, plots as images, tables as text, and the files it created. Nothing is kept afterwards: " +
-			"use create_session and execute_code to keep variables and files between calls. Python has numpy, pandas and matplotlib where installed.",
-		Schema: schema(`{"type": "object", "required": ["code"], "additionalProperties": false, "properties": {
+// tools is resolved on first use, not at package init: every sandbox
+// stage (boot, agent, spawn) is this same binary, and resolving the
+// schemas cost each of them about 1.5 ms and 0.5 MB before main.
+var tools = sync.OnceValue(func() []Tool { return mustResolve(toolTable()) })
+
+func toolTable() []Tool {
+	return []Tool{
+		{
+			Name: "run_code",
+			Description: "Run code once in a fresh, isolated sandbox with no network, and return its output: stdout, stderr, " +
+				"errors with tracebacks, plots as images, tables as text, and the files it created. Nothing is kept afterwards: " +
+				"use create_session and execute_code to keep variables and files between calls. Python has numpy, pandas and matplotlib where installed.",
+			Schema: schema(`{"type": "object", "required": ["code"], "additionalProperties": false, "properties": {
 			` + languageProp + `, ` + codeProp + `,
 			"files": {"type": "array", "maxItems": ` + fmt.Sprint(maxInlineFiles) + `, "description": "Files written into the workspace before the code runs.", "items": {
 				"type": "object", "required": ["path"], "additionalProperties": false, "properties": {
@@ -55,102 +62,103 @@ var table = mustResolve([]Tool{
 				"content_base64": {"type": "string", "description": "The file's bytes, base64; instead of content, for binary files."}}}},
 			` + stdinProp + `, ` + timeoutProp + `, ` + packagesProp + `, ` + environmentProp + `,
 			"args": {"type": "array", "maxItems": 256, "items": {"type": "string", "maxLength": 4096}, "description": "Command-line arguments (program languages such as c, go, rust only)."}}}`),
-		call: runCode,
-	},
-	{
-		Name: "create_session",
-		Description: "Start a session: a sandbox whose variables, imports and workspace files live between execute_code calls " +
-			"until close_session or until it is idle for its TTL. Returns the session_id to pass to the other tools.",
-		Schema: schema(`{"type": "object", "additionalProperties": false, "properties": {
+			call: runCode,
+		},
+		{
+			Name: "create_session",
+			Description: "Start a session: a sandbox whose variables, imports and workspace files live between execute_code calls " +
+				"until close_session or until it is idle for its TTL. Returns the session_id to pass to the other tools.",
+			Schema: schema(`{"type": "object", "additionalProperties": false, "properties": {
 			"languages": {"type": "array", "minItems": 1, "maxItems": 13, "items": {"type": "string", "minLength": 1, "maxLength": 40}, "default": ["python"], "description": "Languages the session will use; the first is the default of execute_code."},
 			"idle_ttl_seconds": {"type": "integer", "minimum": 0, "maximum": 604800, "description": "End the session after this long without use. Default (0): the server's, one hour unless changed."},
 			` + timeoutProp + `, ` + networkProp + `, ` + environmentProp + `}}`),
-		call: createSession,
-	},
-	{
-		Name: "execute_code",
-		Description: "Run code in a session and return its output. State carries over: a variable set in one call is there in the next, " +
-			"and files in the workspace (the working directory) stay. A cell that raises returns the error and traceback as text. " +
-			"An expression on the last line of Python is shown as its value; matplotlib figures come back as images.",
-		Schema: schema(`{"type": "object", "required": ["session_id", "code"], "additionalProperties": false, "properties": {
+			call: createSession,
+		},
+		{
+			Name: "execute_code",
+			Description: "Run code in a session and return its output. State carries over: a variable set in one call is there in the next, " +
+				"and files in the workspace (the working directory) stay. A cell that raises returns the error and traceback as text. " +
+				"An expression on the last line of Python is shown as its value; matplotlib figures come back as images.",
+			Schema: schema(`{"type": "object", "required": ["session_id", "code"], "additionalProperties": false, "properties": {
 			` + sessionIDProp + `, ` + codeProp + `,
 			"language": {"type": "string", "minLength": 1, "maxLength": 40, "description": "One of the session's languages. Default: the session's first."},
 			` + stdinProp + `, ` + timeoutProp + `, ` + packagesProp + `}}`),
-		call: executeCode,
-	},
-	{
-		Name: "install_packages",
-		Description: "Install packages into a session with pip (for python) or npm (for javascript and typescript), and list what was " +
-			"installed at which version, with each request to the package index. The session's kernels see them without a restart. " +
-			"The session's network policy must allow the package index: create_session with network {\"mode\": \"allowlist\"}; " +
-			"with the default (none) the call fails, saying so.",
-		Schema: schema(`{"type": "object", "required": ["session_id", "manager"], "additionalProperties": false, "properties": {
+			call: executeCode,
+		},
+		{
+			Name: "install_packages",
+			Description: "Install packages into a session with pip (for python) or npm (for javascript and typescript), and list what was " +
+				"installed at which version, with each request to the package index. The session's kernels see them without a restart. " +
+				"The session's network policy must allow the package index: create_session with network {\"mode\": \"allowlist\"}; " +
+				"with the default (none) the call fails, saying so.",
+			Schema: schema(`{"type": "object", "required": ["session_id", "manager"], "additionalProperties": false, "properties": {
 			` + sessionIDProp + `,
 			"manager": {"type": "string", "enum": ["pip", "npm"], "description": "pip for python, npm for javascript and typescript."},
 			"packages": {"type": "array", "maxItems": 100, "items": {"type": "string", "minLength": 1, "maxLength": 256}, "description": "Names with an optional version: requests, requests==2.31.0, left-pad@1.3.0 (no options, URLs or paths)."},
 			"requirements": {"type": "string", "maxLength": 4096, "description": "A workspace path instead of (or as well as) packages: a requirements.txt for pip, a package.json for npm."}}}`),
-		call: installPackages,
-	},
-	{
-		Name:        "list_files",
-		Description: "List a directory of a session's workspace: names, types (file, dir), sizes. The workspace is the code's working directory.",
-		ReadOnly:    true,
-		Schema: schema(`{"type": "object", "required": ["session_id"], "additionalProperties": false, "properties": {
+			call: installPackages,
+		},
+		{
+			Name:        "list_files",
+			Description: "List a directory of a session's workspace: names, types (file, dir), sizes. The workspace is the code's working directory.",
+			ReadOnly:    true,
+			Schema: schema(`{"type": "object", "required": ["session_id"], "additionalProperties": false, "properties": {
 			` + sessionIDProp + `,
 			"path": {"type": "string", "maxLength": 4096, "default": "", "description": "A directory relative to the workspace. Default: the workspace itself."}}}`),
-		call: listFiles,
-	},
-	{
-		Name:        "read_file",
-		Description: "Read a file of a session's workspace. Text comes back as text, PNG and JPEG images as images; other binary files are described, not shown.",
-		ReadOnly:    true,
-		Schema: schema(`{"type": "object", "required": ["session_id", "path"], "additionalProperties": false, "properties": {
+			call: listFiles,
+		},
+		{
+			Name:        "read_file",
+			Description: "Read a file of a session's workspace. Text comes back as text, PNG and JPEG images as images; other binary files are described, not shown.",
+			ReadOnly:    true,
+			Schema: schema(`{"type": "object", "required": ["session_id", "path"], "additionalProperties": false, "properties": {
 			` + sessionIDProp + `, ` + pathProp + `,
 			"max_bytes": {"type": "integer", "minimum": 1, "maximum": ` + fmt.Sprint(maxRead) + `, "default": ` + fmt.Sprint(defaultRead) + `, "description": "Read at most this many bytes; a longer file is cut and says so."}}}`),
-		call: readFile,
-	},
-	{
-		Name:        "write_file",
-		Description: "Write a file into a session's workspace (the code's working directory), making parent directories as needed. Replaces an existing file unless overwrite is false.",
-		Schema: schema(`{"type": "object", "required": ["session_id", "path"], "additionalProperties": false, "properties": {
+			call: readFile,
+		},
+		{
+			Name:        "write_file",
+			Description: "Write a file into a session's workspace (the code's working directory), making parent directories as needed. Replaces an existing file unless overwrite is false.",
+			Schema: schema(`{"type": "object", "required": ["session_id", "path"], "additionalProperties": false, "properties": {
 			` + sessionIDProp + `, ` + pathProp + `,
 			"content": {"type": "string", "maxLength": ` + fmt.Sprint(maxWriteChars) + `, "description": "The file's text (UTF-8)."},
 			"content_base64": {"type": "string", "description": "The file's bytes, base64; instead of content, for binary files."},
 			"overwrite": {"type": "boolean", "default": true, "description": "false: fail if the file exists."}}}`),
-		call: writeFile,
-	},
-	{
-		Name:        "interrupt",
-		Description: "Stop a session's running code (as Ctrl-C). The session keeps its variables when the language allows.",
-		Schema: schema(`{"type": "object", "required": ["session_id"], "additionalProperties": false, "properties": {
+			call: writeFile,
+		},
+		{
+			Name:        "interrupt",
+			Description: "Stop a session's running code (as Ctrl-C). The session keeps its variables when the language allows.",
+			Schema: schema(`{"type": "object", "required": ["session_id"], "additionalProperties": false, "properties": {
 			` + sessionIDProp + `}}`),
-		call: interrupt,
-	},
-	{
-		Name:        "restart_session",
-		Description: "Restart a session's interpreters: variables and imports are cleared, workspace files are kept.",
-		Destructive: true,
-		Schema: schema(`{"type": "object", "required": ["session_id"], "additionalProperties": false, "properties": {
+			call: interrupt,
+		},
+		{
+			Name:        "restart_session",
+			Description: "Restart a session's interpreters: variables and imports are cleared, workspace files are kept.",
+			Destructive: true,
+			Schema: schema(`{"type": "object", "required": ["session_id"], "additionalProperties": false, "properties": {
 			` + sessionIDProp + `,
 			"language": {"type": "string", "maxLength": 40, "description": "Restart only this language's interpreter. Default: all."}}}`),
-		call: restartSession,
-	},
-	{
-		Name:        "close_session",
-		Description: "End a session: its sandbox and its workspace files are gone. Close sessions you no longer need; a user may have only a few at once.",
-		Destructive: true,
-		Schema: schema(`{"type": "object", "required": ["session_id"], "additionalProperties": false, "properties": {
+			call: restartSession,
+		},
+		{
+			Name:        "close_session",
+			Description: "End a session: its sandbox and its workspace files are gone. Close sessions you no longer need; a user may have only a few at once.",
+			Destructive: true,
+			Schema: schema(`{"type": "object", "required": ["session_id"], "additionalProperties": false, "properties": {
 			` + sessionIDProp + `}}`),
-		call: closeSession,
-	},
-	{
-		Name:        "list_languages",
-		Description: "List the languages this kiln server runs, with versions, and whether each is a REPL (state between calls) or a compiled program.",
-		ReadOnly:    true,
-		Schema:      schema(`{"type": "object", "additionalProperties": false, "properties": {}}`),
-		call:        listLanguages,
-	},
-})
+			call: closeSession,
+		},
+		{
+			Name:        "list_languages",
+			Description: "List the languages this kiln server runs, with versions, and whether each is a REPL (state between calls) or a compiled program.",
+			ReadOnly:    true,
+			Schema:      schema(`{"type": "object", "additionalProperties": false, "properties": {}}`),
+			call:        listLanguages,
+		},
+	}
+}
 
 // schema compacts a schema written for people.
 func schema(s string) json.RawMessage {

@@ -84,21 +84,21 @@ func errorResult(s string) *Result {
 }
 
 // All returns the table, in a stable order.
-func All() []Tool { return slices.Clone(table) }
+func All() []Tool { return slices.Clone(tools()) }
 
 // Lookup finds a tool by name.
 func Lookup(name string) (Tool, bool) {
-	i := slices.IndexFunc(table, func(t Tool) bool { return t.Name == name })
+	i := slices.IndexFunc(tools(), func(t Tool) bool { return t.Name == name })
 	if i < 0 {
 		return Tool{}, false
 	}
-	return table[i], true
+	return tools()[i], true
 }
 
 // Names lists the tools' names, for error messages.
 func Names() []string {
-	n := make([]string, len(table))
-	for i, t := range table {
+	n := make([]string, len(tools()))
+	for i, t := range tools() {
 		n[i] = t.Name
 	}
 	return n
