@@ -178,7 +178,10 @@ func (a *Agent) startTerminal(t *terminal, req protocol.TermOpen) (<-chan exitSt
 // openPTY opens a new pseudo-terminal pair in this mount namespace's
 // devpts: its master, close-on-exec, and its slave.
 func openPTY() (master, slave *os.File, err error) {
-	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	// Non-blocking, so that Go polls it and Close wakes a read or write in
+	// progress: a process that left the shell's session may hold the slave
+	// open, and the master would then never reach end of file.
+	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open /dev/ptmx: %w", err)
 	}

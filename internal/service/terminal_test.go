@@ -276,3 +276,41 @@ func procAlive(cmdline string) bool {
 	}
 	return false
 }
+
+// TestTerminalEndsDespiteEscapee: a process that leaves the shell's
+// session (setsid) while holding the terminal open does not keep the
+// terminal from ending when its shell exits.
+func TestTerminalEndsDespiteEscapee(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/setsid"); err != nil {
+		t.Skip("needs setsid (util-linux)")
+	}
+	ts := newTestService(t, Config{})
+	ctx := ctxT(t, time.Minute)
+	owner := ts.user(t, "owner", false)
+	sess, err := ts.CreateSession(ctx, owner, SessionSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := ts.OpenTerminal(ctx, owner, sess.ID, 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, term); ended <- err }()
+	term.Write([]byte("setsid -f sleep 9878\n"))
+	for i := 0; !procAlive("sleep\x009878\x00"); i++ {
+		if i == 600 {
+			t.Fatal("setsid -f sleep 9878 did not start within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	term.Write([]byte("exit\n"))
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Errorf("the terminal ended with %v, want EOF", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the terminal did not end within 30s of its shell's exit while an escaped process held it open")
+	}
+}
