@@ -1,0 +1,466 @@
+package kubernetes
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/kiln-dev/kiln/internal/agent"
+	"github.com/kiln-dev/kiln/internal/agentclient"
+	"github.com/kiln-dev/kiln/internal/backend"
+	"github.com/kiln-dev/kiln/internal/backend/docker"
+	"github.com/kiln-dev/kiln/internal/kiln"
+)
+
+// Labels on everything the backend makes; List and reaping select on
+// them and touch nothing else in the namespace.
+const (
+	labelManaged = "app.kubernetes.io/managed-by"
+	labelBackend = "dev.kiln.backend"
+	labelSandbox = "dev.kiln.sandbox"
+	labelOwner   = "dev.kiln.owner"
+)
+
+// policyName is the namespace's default-deny NetworkPolicy for sandbox Pods.
+const policyName = "kiln-sandbox-deny"
+
+// Options choose how sandbox Pods are made.
+type Options struct {
+	Namespace string // default "default"
+	Image     string // the environment image (kiln image build), required
+	// PullPolicy of the image; "Never" for images imported into the
+	// node's runtime (the test cluster), else IfNotPresent.
+	PullPolicy corev1.PullPolicy
+	// RuntimeClassName, when set, runs Pods under that RuntimeClass
+	// (gVisor, Kata).
+	RuntimeClassName string
+	// HostUsr mounts the node's /usr read-only into each Pod, as the
+	// Docker backend binds the host's: the environment image carries no
+	// /usr of its own yet. It is a hostPath volume, which issue 15 rules
+	// out for production: only for a single-node cluster whose node is
+	// the machine that built the image (the test cluster).
+	HostUsr bool
+}
+
+// Backend makes sandboxes as Pods.
+type Backend struct {
+	cfg   *rest.Config
+	cs    kubernetes.Interface
+	opt   Options
+	owner string
+	mu    sync.Mutex
+	conns map[string]*agentclient.Client
+}
+
+// New connects with the kubeconfig at path ("" for the in-cluster
+// config) and checks that the API server answers.
+func New(ctx context.Context, kubeconfig string, opt Options) (*Backend, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot load the Kubernetes client configuration")
+	}
+	// Creating a sandbox polls its Pod; client-go's default of 5 requests
+	// a second would throttle a few concurrent creates.
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot make a Kubernetes client")
+	}
+	if _, err := cs.Discovery().ServerVersion(); err != nil {
+		return nil, kiln.Wrap(kiln.SandboxError, err, "the Kubernetes API server does not answer")
+	}
+	if opt.Namespace == "" {
+		opt.Namespace = "default"
+	}
+	if opt.PullPolicy == "" {
+		opt.PullPolicy = corev1.PullIfNotPresent
+	}
+	b := &Backend{cfg: cfg, cs: cs, opt: opt, conns: map[string]*agentclient.Client{}}
+	if err := b.ensurePolicy(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// SetOwner names the kiln that makes sandboxes, so that two kilns in one
+// namespace never list, and so never reap, each other's Pods. The label
+// carries a hash of it (a label value is short and plain).
+func (b *Backend) SetOwner(owner string) {
+	sum := sha256.Sum256([]byte(owner))
+	b.owner = hex.EncodeToString(sum[:])[:40]
+}
+
+func (b *Backend) labels(id string) map[string]string {
+	l := map[string]string{labelManaged: "kiln", labelBackend: "kubernetes", labelSandbox: id}
+	if b.owner != "" {
+		l[labelOwner] = b.owner
+	}
+	return l
+}
+
+func (b *Backend) selector() string {
+	s := labelManaged + "=kiln," + labelBackend + "=kubernetes"
+	if b.owner != "" {
+		s += "," + labelOwner + "=" + b.owner
+	}
+	return s
+}
+
+// ensurePolicy makes the default-deny NetworkPolicy of sandbox Pods: no
+// ingress, no egress. (Egress to kiln's proxy is issue 15's next step.)
+func (b *Backend) ensurePolicy(ctx context.Context) error {
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName, Labels: map[string]string{labelManaged: "kiln"}},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{labelManaged: "kiln", labelBackend: "kubernetes"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		},
+	}
+	_, err := b.cs.NetworkingV1().NetworkPolicies(b.opt.Namespace).Create(ctx, np, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return kiln.Wrap(kiln.SandboxError, err, "cannot create the sandboxes' NetworkPolicy")
+	}
+	return nil
+}
+
+// Close closes every agent connection.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, c := range b.conns {
+		c.Close()
+		delete(b.conns, id)
+	}
+	return nil
+}
+
+// Reap deletes every sandbox List finds (this owner's, by label) and
+// returns how many.
+func (b *Backend) Reap(ctx context.Context) (int, error) {
+	ids, err := b.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for i, id := range ids {
+		if err := b.DestroySandbox(ctx, id); err != nil {
+			return i, err
+		}
+	}
+	return len(ids), nil
+}
+
+// CreateSandbox creates the Pod, waits for it to run, execs the agent in
+// it and returns once the agent answers.
+func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backend.Sandbox, err error) {
+	if b.opt.Image == "" {
+		return backend.Sandbox{}, kiln.Errorf(kiln.SandboxError, "the Kubernetes backend has no image: run kiln image build")
+	}
+	if spec.HostDir != "" || len(spec.Mounts) > 0 {
+		return backend.Sandbox{}, kiln.Errorf(kiln.Unsupported, "the Kubernetes backend has no host workspaces or mounts yet (issue 15: PVC or emptyDir workspaces)")
+	}
+	if err := spec.Limits.Validate(); err != nil {
+		return backend.Sandbox{}, err
+	}
+	lim := spec.Limits.WithDefaults()
+	id := newID()
+	pods := b.cs.CoreV1().Pods(b.opt.Namespace)
+	if _, err := pods.Create(ctx, b.pod(id, lim), metav1.CreateOptions{}); err != nil {
+		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot create the Pod")
+	}
+	defer func() {
+		if err != nil {
+			b.remove(context.Background(), id)
+		}
+	}()
+	if err := b.waitRunning(ctx, id); err != nil {
+		return backend.Sandbox{}, err
+	}
+	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), spec.Env...)})
+	conn, err := b.exec(id, []string{"/kiln", docker.AgentArg, string(cfg)})
+	if err != nil {
+		return backend.Sandbox{}, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := agentclient.Dial(dctx, conn)
+	if err != nil {
+		conn.Close()
+		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, fmt.Errorf("%w; agent said: %s", err, conn.stderr()), "the agent failed to start")
+	}
+	b.mu.Lock()
+	b.conns[id] = c
+	b.mu.Unlock()
+	return backend.Sandbox{ID: id}, nil
+}
+
+// pod is the sandbox's Pod: the issue's security context, requests equal
+// to limits (Guaranteed QoS), sizes from the session's limits.
+func (b *Backend) pod(id string, lim kiln.Limits) *corev1.Pod {
+	uid := int64(docker.UID)
+	yes, no := true, false
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(lim.CPUMillis, resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(lim.MemoryBytes, resource.BinarySI),
+	}
+	memDir := func(size int64) corev1.VolumeSource {
+		return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(size, resource.BinarySI)}}
+	}
+	vols := []corev1.Volume{
+		{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(lim.WorkspaceBytes, resource.BinarySI)}}},
+		{Name: "tmp", VolumeSource: memDir(lim.TmpBytes)},
+		{Name: "shm", VolumeSource: memDir(lim.TmpBytes)},
+	}
+	mounts := []corev1.VolumeMount{{Name: "workspace", MountPath: "/workspace"}, {Name: "tmp", MountPath: "/tmp"}, {Name: "shm", MountPath: "/dev/shm"}}
+	if b.opt.HostUsr {
+		dir := corev1.HostPathDirectory
+		vols = append(vols, corev1.Volume{Name: "usr", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/usr", Type: &dir}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "usr", MountPath: "/usr", ReadOnly: true})
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "kiln-" + id, Labels: b.labels(id)},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			Hostname:                      "kiln",
+			TerminationGracePeriodSeconds: new(int64(1)),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   &yes,
+				RunAsUser:      &uid,
+				RunAsGroup:     &uid,
+				FSGroup:        &uid,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Volumes: vols,
+			Containers: []corev1.Container{{
+				Name:            "sandbox",
+				Image:           b.opt.Image,
+				ImagePullPolicy: b.opt.PullPolicy,
+				Command:         []string{"/kiln", HoldArg},
+				WorkingDir:      "/workspace",
+				Resources:       corev1.ResourceRequirements{Requests: res, Limits: res},
+				VolumeMounts:    mounts,
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot:             &yes,
+					AllowPrivilegeEscalation: &no,
+					ReadOnlyRootFilesystem:   &yes,
+					Privileged:               &no,
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
+	if b.opt.RuntimeClassName != "" {
+		p.Spec.RuntimeClassName = &b.opt.RuntimeClassName
+	}
+	return p
+}
+
+// waitRunning polls the Pod until it runs; a Pod that fails or ends
+// first is an error that says why.
+func (b *Backend) waitRunning(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	why := "" // the last reason it was not running, for the timeout's error
+	for {
+		p, err := b.cs.CoreV1().Pods(b.opt.Namespace).Get(ctx, "kiln-"+id, metav1.GetOptions{})
+		if err != nil {
+			return kiln.Wrap(kiln.SandboxError, err, "the sandbox's Pod did not start")
+		}
+		switch p.Status.Phase {
+		case corev1.PodRunning:
+			return nil
+		case corev1.PodFailed, corev1.PodSucceeded:
+			return kiln.Errorf(kiln.SandboxError, "the sandbox's Pod ended before it ran the agent: %s %s", p.Status.Reason, p.Status.Message)
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImageNeverPull" || w.Reason == "CreateContainerConfigError" || w.Reason == "CreateContainerError") {
+				return kiln.Errorf(kiln.SandboxError, "the sandbox's Pod cannot start: %s: %s", w.Reason, w.Message)
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				why = c.Reason + ": " + c.Message // e.g. Insufficient cpu
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return kiln.Wrap(kiln.SandboxError, ctx.Err(), "the sandbox's Pod did not start %s", why)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// exec starts argv in the Pod with its stdin and stdout as the returned
+// connection. The stream lives until Close.
+func (b *Backend) exec(id string, argv []string) (*execConn, error) {
+	req := b.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(b.opt.Namespace).Name("kiln-"+id).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: "sandbox", Command: argv, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ex, err := remotecommand.NewWebSocketExecutor(b.cfg, "GET", req.URL().String())
+	if err != nil {
+		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot open an exec stream to the Pod")
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &execConn{in: inW, out: outR, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Stderr: &c.errBuf})
+		if err == nil {
+			err = io.EOF
+		}
+		outW.CloseWithError(err)
+		inR.CloseWithError(err)
+	}()
+	return c, nil
+}
+
+// baseEnv is the Docker backend's: the same image and paths.
+func baseEnv() []string {
+	return []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin",
+		"HOME=/workspace", "USER=user", "LOGNAME=user", "LANG=C.UTF-8", "LC_ALL=C.UTF-8",
+		"TMPDIR=/tmp", "XDG_CACHE_HOME=/tmp/.cache", "TERM=dumb", "SHELL=/bin/bash",
+	}
+}
+
+// Connect returns the client of the sandbox's agent, the one
+// CreateSandbox made.
+func (b *Backend) Connect(ctx context.Context, id string) (*agentclient.Client, error) {
+	b.mu.Lock()
+	c := b.conns[id]
+	b.mu.Unlock()
+	if c == nil {
+		return nil, kiln.Errorf(kiln.NotFound, "no sandbox %q", id)
+	}
+	return c, nil
+}
+
+// DestroySandbox deletes the Pod (and so its emptyDir workspace); one
+// that is gone is not an error.
+func (b *Backend) DestroySandbox(ctx context.Context, id string) error {
+	b.mu.Lock()
+	c := b.conns[id]
+	delete(b.conns, id)
+	b.mu.Unlock()
+	// The Pod goes first: its end ends the exec stream cleanly, where
+	// closing the stream first leaves the agent to notice.
+	err := b.remove(ctx, id)
+	if c != nil {
+		c.Close()
+	}
+	return err
+}
+
+func (b *Backend) remove(ctx context.Context, id string) error {
+	grace := int64(0)
+	err := b.cs.CoreV1().Pods(b.opt.Namespace).Delete(ctx, "kiln-"+id, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return kiln.Wrap(kiln.SandboxError, err, "cannot delete the Pod")
+	}
+	return nil
+}
+
+// List returns the sandboxes whose Pods exist and are not being deleted,
+// found by label: kiln's and, with an owner set, this owner's only.
+func (b *Backend) List(ctx context.Context) ([]string, error) {
+	res, err := b.cs.CoreV1().Pods(b.opt.Namespace).List(ctx, metav1.ListOptions{LabelSelector: b.selector()})
+	if err != nil {
+		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot list Pods")
+	}
+	var ids []string
+	for _, p := range res.Items {
+		if id := p.Labels[labelSandbox]; id != "" && p.DeletionTimestamp == nil {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Capabilities: isolation by the Pod (the Docker backend's container,
+// plus a default-deny NetworkPolicy). Limits are enforced by the Pod's
+// cgroup but not reported per execution, as with Docker.
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{Name: "kubernetes", Isolation: true}
+}
+
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// execConn is the exec stream as the agent client's connection.
+type execConn struct {
+	in     *io.PipeWriter
+	out    *io.PipeReader
+	cancel context.CancelFunc
+	done   chan struct{} // the stream ended
+	errBuf limitedBuffer
+}
+
+func (c *execConn) Read(p []byte) (int, error)  { return c.out.Read(p) }
+func (c *execConn) Write(p []byte) (int, error) { return c.in.Write(p) }
+
+// Close ends the agent's stdin, which is how it learns to stop, and
+// gives the stream a moment to end by itself before cutting it (cut at
+// once, client-go logs errors about the closed connection).
+func (c *execConn) Close() error {
+	c.in.Close()
+	select {
+	case <-c.done:
+	case <-time.After(2 * time.Second):
+	}
+	c.cancel()
+	c.out.Close()
+	return nil
+}
+
+func (c *execConn) stderr() string { return c.errBuf.String() }
+
+// limitedBuffer keeps the first 8 KiB written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := 8<<10 - len(l.buf); room > 0 {
+		l.buf = append(l.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (l *limitedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
+}

@@ -1,0 +1,179 @@
+//go:build kubernetes
+
+// These tests need a real cluster: scripts/k8s/up, then
+// go test -tags kubernetes ./internal/backend/kubernetes/ (as root, with
+// CGO_ENABLED=0: the test binary is the agent in the Pod). Without the
+// tag go test neither runs nor skips them.
+package kubernetes
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-dev/kiln/internal/backend"
+	"github.com/kiln-dev/kiln/internal/backend/backendtest"
+	"github.com/kiln-dev/kiln/internal/backend/docker"
+	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/protocol"
+)
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+var testImage string
+
+// testBackend is the backend on the test cluster with this test binary
+// as the agent: the Docker backend builds the environment image, and it
+// is imported into the cluster's containerd as scripts/k8s/up imports
+// its own (docker save | ctr import; no registry).
+func testBackend(t *testing.T) *Backend {
+	t.Helper()
+	ctx := context.Background()
+	if testImage == "" {
+		d, err := docker.New(ctx)
+		if err != nil {
+			t.Fatalf("the image is built with Docker: %v", err)
+		}
+		defer d.Close()
+		exe, _ := os.Executable()
+		ref, _, err := d.BuildImage(ctx, exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sock := env("KILN_K8S_CONTAINERD", "/run/kspike/containerd.sock")
+		out, err := exec.Command("sh", "-c", `docker save "$1" | ctr --address "$2" -n k8s.io images import -`, "sh", ref, sock).CombinedOutput()
+		if err != nil {
+			t.Fatalf("import %s into the cluster's containerd: %v: %s", ref, err, out)
+		}
+		testImage = ref
+	}
+	b, err := New(ctx, env("KUBECONFIG", "/var/lib/kspike/kubeconfig"), Options{Image: testImage, PullPolicy: corev1.PullNever, HostUsr: true})
+	if err != nil {
+		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
+	}
+	b.SetOwner(t.Name())
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func TestConformance(t *testing.T) {
+	backendtest.Run(t, testBackend(t))
+}
+
+// The Pod has the security of issue 15, and requests and limits from the
+// session's limits.
+func TestPodSecurity(t *testing.T) {
+	b := testBackend(t)
+	sb, _ := backendtest.Sandbox(t, b, backend.Spec{})
+	p, err := b.cs.CoreV1().Pods(b.opt.Namespace).Get(context.Background(), "kiln-"+sb.ID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, c := p.Spec, p.Spec.Containers[0]
+	sc := c.SecurityContext
+	check := func(what string, ok bool) {
+		if !ok {
+			t.Errorf("%s does not hold", what)
+		}
+	}
+	check("runAsNonRoot", *s.SecurityContext.RunAsNonRoot && *sc.RunAsNonRoot)
+	check("allowPrivilegeEscalation false", !*sc.AllowPrivilegeEscalation)
+	check("capabilities drop ALL", slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) && len(sc.Capabilities.Add) == 0)
+	check("readOnlyRootFilesystem", *sc.ReadOnlyRootFilesystem)
+	check("seccomp RuntimeDefault", s.SecurityContext.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault)
+	check("automountServiceAccountToken false", !*s.AutomountServiceAccountToken)
+	check("enableServiceLinks false", !*s.EnableServiceLinks)
+	check("no hostNetwork", !s.HostNetwork && !s.HostPID && !s.HostIPC)
+	check("memory limit 512Mi", c.Resources.Limits.Memory().Value() == 512<<20 && c.Resources.Requests.Memory().Value() == 512<<20)
+	check("cpu limit 1", c.Resources.Limits.Cpu().MilliValue() == 1000)
+	for _, v := range s.Volumes {
+		if v.HostPath != nil && v.Name != "usr" {
+			t.Errorf("hostPath volume %q", v.Name)
+		}
+	}
+}
+
+// Reaping goes by label: a Pod kiln did not make, and another kiln's
+// sandbox, are neither listed nor reaped.
+func TestReapByLabel(t *testing.T) {
+	b := testBackend(t)
+	other := testBackend(t)
+	other.SetOwner("another kiln")
+	ctx := context.Background()
+	mine, err := b.CreateSandbox(ctx, backend.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := other.CreateSandbox(ctx, backend.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.DestroySandbox(ctx, theirs.ID)
+	// A Pod kiln did not make: the same image, none of kiln's labels.
+	stranger := b.pod("stranger", kiln.DefaultLimits())
+	stranger.Labels = map[string]string{"app": "not-kiln"}
+	pods := b.cs.CoreV1().Pods(b.opt.Namespace)
+	if _, err := pods.Create(ctx, stranger, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer pods.Delete(ctx, stranger.Name, metav1.DeleteOptions{})
+	n, err := b.Reap(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("reap: %d, %v; want 1 (only %s)", n, err, mine.ID)
+	}
+	if _, err := pods.Get(ctx, stranger.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("a Pod without kiln's labels after reaping: %v", err)
+	}
+	if ids, _ := b.List(ctx); len(ids) != 0 {
+		t.Errorf("own sandboxes after reaping: %v; want none", ids)
+	}
+	ids, _ := other.List(ctx)
+	if !slices.Equal(ids, []string{theirs.ID}) {
+		t.Errorf("another kiln's sandboxes after reaping: %v; want [%s]", ids, theirs.ID)
+	}
+}
+
+// TestFigures logs, without asserting (a shared machine's timing is no
+// test), the medians of Pod create → agent ready and of a warm command's
+// round trip through the exec stream.
+func TestFigures(t *testing.T) {
+	b := testBackend(t)
+	ctx := context.Background()
+	var creates, cells []time.Duration
+	for range 5 {
+		t0 := time.Now()
+		// One at a time: each Pod requests a whole CPU of the two.
+		sb, err := b.CreateSandbox(ctx, backend.Spec{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		creates = append(creates, time.Since(t0))
+		c, _ := b.Connect(ctx, sb.ID)
+		for range 10 {
+			t1 := time.Now()
+			var out bytes.Buffer
+			if _, err := c.Exec(ctx, protocol.Exec{Argv: []string{"/bin/true"}, TimeoutMs: 60_000, OutputBytes: 1 << 10}, &out, &out); err != nil {
+				t.Fatal(err)
+			}
+			cells = append(cells, time.Since(t1))
+		}
+		if err := b.DestroySandbox(ctx, sb.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	median := func(d []time.Duration) time.Duration { slices.Sort(d); return d[len(d)/2] }
+	t.Logf("Pod create → agent ready: median %v of %d (min %v, max %v)", median(creates), len(creates), creates[0], creates[len(creates)-1])
+	t.Logf("warm /bin/true through the exec stream: median %v of %d", median(cells), len(cells))
+}
