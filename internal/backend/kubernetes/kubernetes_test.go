@@ -1,4 +1,4 @@
-//go:build kubernetes
+//go:build kubernetes && linux
 
 // These tests need a real cluster: scripts/k8s/up, then
 // go test -tags kubernetes ./internal/backend/kubernetes/ (as root, with
@@ -76,7 +76,7 @@ func TestConformance(t *testing.T) {
 // session's limits.
 func TestPodSecurity(t *testing.T) {
 	b := testBackend(t)
-	sb, _ := backendtest.Sandbox(t, b, backend.Spec{})
+	sb, agent := backendtest.Sandbox(t, b, backend.Spec{})
 	p, err := b.cs.CoreV1().Pods(b.opt.Namespace).Get(context.Background(), "kiln-"+sb.ID, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +102,18 @@ func TestPodSecurity(t *testing.T) {
 		if v.HostPath != nil && v.Name != "usr" {
 			t.Errorf("hostPath volume %q", v.Name)
 		}
+	}
+	// Inside: no service-account token, and the default-deny policy keeps
+	// the API server (by the bridge address and by its Service) out of
+	// reach; a Pod without kiln's labels reaches both.
+	script := `ls /var/run/secrets/kubernetes.io 2>/dev/null && echo token
+for a in 10.244.0.1/16443 10.96.0.1/443; do timeout 5 bash -c "exec 3<>/dev/tcp/$a" 2>/dev/null && echo "reached $a"; done; true`
+	var out bytes.Buffer
+	if _, err := agent.Exec(context.Background(), protocol.Exec{Argv: []string{"/bin/sh", "-c", script}, TimeoutMs: 60_000, OutputBytes: 1 << 16}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "" {
+		t.Errorf("from the sandbox: %q; want no token and no API server", out.String())
 	}
 }
 
