@@ -259,9 +259,15 @@ type RunRequest struct {
 	BuildOptions []string `json:"build_options,omitempty"`
 	// Test: as ExecRequest's.
 	Test bool `json:"test,omitempty"`
-	// Packages: as ExecRequest's. A one-shot run's network policy is
-	// "none", so a run that names packages is refused, saying so.
-	Packages []string `json:"packages,omitempty"`
+	// Packages: as ExecRequest's, installed in the run's sandbox before
+	// the code runs (pip for Python, npm for JavaScript and TypeScript
+	// unless PackageManager says). They need Network's mode "allowlist":
+	// under "none" the run is refused, saying so.
+	Packages       []string `json:"packages,omitempty"`
+	PackageManager string   `json:"package_manager,omitempty"`
+	// Network is the run's network policy, within the server's ceiling
+	// (admins may exceed it); nil is {"mode": "none"}.
+	Network *NetworkPolicy `json:"network,omitempty"`
 	// Cache takes the result from the caller's own result cache when the
 	// same run (runtime version, code, files, stdin, args, limits) is
 	// there, and keeps this one's; opt-in, since kiln cannot know whether
@@ -286,6 +292,8 @@ type RunResult struct {
 	Result CellResult `json:"result"`
 	Files  []File     `json:"files"`
 	Cached bool       `json:"cached,omitempty"` // from the cache (RunRequest.Cache), not run now
+	// Packages is what RunRequest.Packages installed, with versions.
+	Packages *PackageResult `json:"packages,omitempty"`
 }
 
 // FileInfo describes one workspace entry.

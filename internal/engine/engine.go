@@ -117,6 +117,12 @@ type Run struct {
 	// Environment names a prebuilt environment the service links into
 	// the run's sandbox (service/environments.go); the engine ignores it.
 	Environment string
+	// Network is the run's network policy and Packages (with their
+	// PackageManager, pip or npm) are installed before the code runs: the
+	// service applies both (service/run.go); the engine ignores them.
+	Network        kiln.NetworkPolicy
+	Packages       []string
+	PackageManager string
 }
 
 // TestRun reports whether r runs a script language's test file, which goes

@@ -85,23 +85,6 @@ func (s *Server) cellPackages(ctx context.Context, c *call, sessionID string, re
 	return err
 }
 
-// runPackages checks a one-shot run's packages and refuses them: a run's
-// sandbox has the network policy "none", so no index is reachable.
-func runPackages(req client.RunRequest) error {
-	if len(req.Packages) == 0 {
-		return nil
-	}
-	m := service.ManagerFor(req.Language)
-	if m == "" {
-		return kiln.Errorf(kiln.Invalid, "packages can be installed for Python (pip) and JavaScript or TypeScript (npm), not for %q", req.Language)
-	}
-	if _, err := service.CheckPackages(service.PackageRequest{Manager: m, Packages: req.Packages}); err != nil {
-		return err
-	}
-	return kiln.Errorf(kiln.Forbidden, "a one-shot run's network policy is \"none\", so %s cannot reach a package index; "+
-		"install packages in a session whose network policy is \"allowlist\" (POST /v1/sessions, then packages with the cell)", m)
-}
-
 func packageVersions(list []service.PackageVersion) []client.PackageVersion {
 	out := make([]client.PackageVersion, 0, len(list))
 	for _, p := range list {

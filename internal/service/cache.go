@@ -92,8 +92,9 @@ func (s *Service) cacheKey(ctx context.Context, u kiln.User, r RunRequest) (stri
 // choice (kiln cannot know whether a program reads the clock or
 // randomness), and never shared between users.
 func (s *Service) RunCached(ctx context.Context, u kiln.User, r RunRequest) (RunResult, error) {
-	if len(r.Mounts) > 0 {
-		// A mounted project's files are not in the key, and may change.
+	if len(r.Mounts) > 0 || len(r.Packages) > 0 || r.Network.Normal().Mode != kiln.NetworkNone {
+		// A mounted project's files are not in the key, and may change;
+		// nor are what an index serves or what the network answers.
 		return s.Run(ctx, u, r)
 	}
 	key, err := s.cacheKey(ctx, u, r)

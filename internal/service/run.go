@@ -22,6 +22,10 @@ type RunResult struct {
 	Result kiln.CellResult
 	Files  []File
 	Cached bool // from the user's result cache (RunCached), not run now
+	// Packages is what was installed before the code ran (RunRequest's
+	// Packages), nil when none were asked for. Its egress is in the
+	// result's, with the code's.
+	Packages *PackageResult `json:",omitempty"`
 }
 
 // Run is a one-shot run in a fresh sandbox that is destroyed afterwards.
@@ -36,6 +40,10 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 		return RunResult{}, err
 	}
 	p = p.WithLimits(lim)
+	pol, preq, specs, err := s.runNetwork(u, r)
+	if err != nil {
+		return RunResult{}, err
+	}
 	var layer string
 	if r.Environment != "" {
 		if layer, err = s.resolveEnvironment(ctx, r.Environment); err != nil {
@@ -70,8 +78,8 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 	var n *netSession
 	if pd != nil {
 		sess, n = pd.sess, pd.net
-		n.adopt("", u.ID, kiln.NetworkPolicy{})
-	} else if n, err = s.nets.openNet("", u.ID, kiln.NetworkPolicy{}); err == nil { // as engine.RunPrepared
+		n.adopt("", u.ID, pol)
+	} else if n, err = s.nets.openNet("", u.ID, pol); err == nil { // as engine.RunPrepared
 		if sess, err = s.engine.NewSession(ctx, engine.SessionSpec{Limits: p.Limits(), Mounts: s.sandboxMounts(nil), EgressSocket: n.socket()}); err != nil {
 			n.close()
 		}
@@ -79,6 +87,20 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 	if err == nil && layer != "" {
 		if err = linkEnvironment(ctx, sess, layer); err != nil {
 			s.runs.closeLater(sess, n)
+		}
+	}
+	if err == nil && len(specs) > 0 {
+		// The install's egress stays in the proxy session's records and
+		// comes out with the code's below.
+		var pr PackageResult
+		istart := time.Now()
+		pr, err = installIn(ctx, sess, preq, specs, PackageEvents{})
+		pr.Wall = time.Since(istart)
+		if err != nil {
+			err = refusedBy(err, n.endCell())
+			s.runs.closeLater(sess, n)
+		} else {
+			out.Packages = &pr
 		}
 	}
 	if err == nil {
@@ -98,7 +120,12 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 	// logged, not returned, because the run has happened.
 	audit := store.AuditEntry{UserID: u.ID, Action: "run", CodeHash: store.HashCode(r.Code), Outcome: string(res.Status),
 		Detail: jsonDetail(map[string]any{"language": res.Language})}
-	f := store.CellFinish{UserID: u.ID, Day: s.cpu.currentDay(), CPU: res.Usage.CPU, Audit: &audit}
+	cpu := res.Usage.CPU
+	if out.Packages != nil {
+		cpu += out.Packages.CPU // pip's and npm's, as an install in a session
+		audit.Detail = jsonDetail(map[string]any{"language": res.Language, "network": pol, "packages": specs, "installed": out.Packages.Packages})
+	}
+	f := store.CellFinish{UserID: u.ID, Day: s.cpu.currentDay(), CPU: cpu, Audit: &audit}
 	if err := s.store.FinishCell(context.WithoutCancel(ctx), f); err != nil {
 		s.log.Error("record a run's cpu time and audit row", "user", u.ID, "err", err)
 	} else {
@@ -123,4 +150,33 @@ func (s *Service) collect(ctx context.Context, sess *engine.Session, arts []kiln
 		files = append(files, File{Path: a.Path, Data: data})
 	}
 	return files
+}
+
+// runNetwork checks a run's network policy (within the server's ceiling
+// unless u is an admin) and its packages: the manager defaults to the
+// language's, and packages under the policy "none" are refused at once,
+// naming it, since no index would be reachable.
+func (s *Service) runNetwork(u kiln.User, r RunRequest) (kiln.NetworkPolicy, PackageRequest, []string, error) {
+	pol, err := s.checkNetwork(u, r.Network)
+	if err != nil {
+		return pol, PackageRequest{}, nil, err
+	}
+	if len(r.Packages) == 0 {
+		return pol, PackageRequest{}, nil, nil
+	}
+	req := PackageRequest{Manager: r.PackageManager, Packages: r.Packages}
+	if req.Manager == "" {
+		if req.Manager = ManagerFor(r.Language); req.Manager == "" {
+			return pol, req, nil, kiln.Errorf(kiln.Invalid, "packages can be installed for Python (pip) and JavaScript or TypeScript (npm), not for %q; name a package_manager (pip or npm)", r.Language)
+		}
+	}
+	specs, err := CheckPackages(req)
+	if err != nil {
+		return pol, req, nil, err
+	}
+	if pol.Mode == kiln.NetworkNone {
+		return pol, req, nil, kiln.Errorf(kiln.Forbidden, "this run's network policy is %q, so %s cannot reach a package index; "+
+			"installing packages needs the network policy \"allowlist\" (network: {\"mode\": \"allowlist\"})", pol.Mode, req.Manager)
+	}
+	return pol, req, specs, nil
 }
