@@ -22,6 +22,12 @@ type BatchRequest struct {
 	// Cache lets items take their result from the caller's result cache
 	// of one-shot runs (and fills it), as RunRequest.Cache.
 	Cache bool `json:"cache,omitempty"`
+	// Network is every item's network policy, as RunRequest.Network;
+	// Packages (and PackageManager) are installed for every item that
+	// names none of its own, as RunRequest.Packages.
+	Network        *NetworkPolicy `json:"network,omitempty"`
+	Packages       []string       `json:"packages,omitempty"`
+	PackageManager string         `json:"package_manager,omitempty"`
 }
 
 // BatchItem is one program and how to judge it.
@@ -37,6 +43,9 @@ type BatchItem struct {
 	BuildOptions []string   `json:"build_options,omitempty"`
 	Limits       Limits     `json:"limits,omitempty"`
 	Check        BatchCheck `json:"check"`
+	// Packages: as RunRequest's, under the batch's network policy.
+	Packages       []string `json:"packages,omitempty"`
+	PackageManager string   `json:"package_manager,omitempty"`
 }
 
 // BatchCheck is how an item is judged: the exit code (0 unless given),

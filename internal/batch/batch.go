@@ -44,6 +44,12 @@ type Item struct {
 	BuildOptions []string    `json:"build_options,omitempty"`
 	Limits       kiln.Limits `json:"-"` // the wire form is the API's limits object
 	Check        Check       `json:"check"`
+	// Packages (with PackageManager: pip or npm, default the language's)
+	// are installed in the item's sandbox before it runs, under Network,
+	// the batch's network policy, as a one-shot run's.
+	Packages       []string            `json:"packages,omitempty"`
+	PackageManager string              `json:"package_manager,omitempty"`
+	Network        *kiln.NetworkPolicy `json:"network,omitempty"`
 }
 
 // Check is how an item's run is judged. Exactly one of Stdout and Test

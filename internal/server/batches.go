@@ -20,7 +20,8 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, c *call) er
 	if err := decode(w, r, s.cfg.MaxRunBytes, &req); err != nil {
 		return err
 	}
-	br := service.BatchRequest{Cache: req.Cache, Items: make([]batch.Item, len(req.Items))}
+	br := service.BatchRequest{Cache: req.Cache, Items: make([]batch.Item, len(req.Items)),
+		Network: req.Network, Packages: req.Packages, PackageManager: req.PackageManager}
 	for i, it := range req.Items {
 		br.Items[i] = toBatchItem(it)
 	}
@@ -105,8 +106,8 @@ func (s *sse) sendBatch(e client.BatchEvent) {
 
 func toBatchItem(it client.BatchItem) batch.Item {
 	out := batch.Item{ID: it.ID, Language: it.Language, Code: it.Code, FileName: it.FileName, Stdin: it.Stdin, Args: it.Args, BuildOptions: it.BuildOptions,
-		Limits: toLimits(it.Limits),
-		Check:  batch.Check{ExitCode: it.Check.ExitCode, Stdout: it.Check.Stdout, Trim: it.Check.Trim, Test: it.Check.Test}}
+		Limits: toLimits(it.Limits), Packages: it.Packages, PackageManager: it.PackageManager,
+		Check: batch.Check{ExitCode: it.Check.ExitCode, Stdout: it.Check.Stdout, Trim: it.Check.Trim, Test: it.Check.Test}}
 	for _, f := range it.Files {
 		out.Files = append(out.Files, batch.File{Path: f.Path, Content: f.Content, Mode: f.Mode})
 	}

@@ -20,6 +20,11 @@ import (
 type BatchRequest struct {
 	Items []batch.Item
 	Cache bool // items may take their result from the user's run cache
+	// Network is every item's network policy, and Packages (with
+	// PackageManager) the packages of every item that names none.
+	Network        *kiln.NetworkPolicy
+	Packages       []string
+	PackageManager string
 }
 
 // BatchItemResult is one judged item.
@@ -79,6 +84,10 @@ func (s *Service) CreateBatch(ctx context.Context, u kiln.User, r BatchRequest) 
 	}
 	raw := make([]string, len(r.Items))
 	for i, it := range r.Items {
+		it.Network = r.Network
+		if len(it.Packages) == 0 {
+			it.Packages, it.PackageManager = r.Packages, r.PackageManager
+		}
 		if err := s.checkItem(u, i, it); err != nil {
 			return BatchSummary{}, BatchWatch{}, err
 		}
@@ -111,11 +120,18 @@ func (s *Service) checkItem(u kiln.User, i int, it batch.Item) error {
 	if _, err := s.capLimits(u, it.Limits); err != nil {
 		return kiln.Errorf(kiln.KindOf(err), "item %d: %s", i, kiln.Message(err))
 	}
+	if _, _, _, err := s.runNetwork(u, itemRun(it)); err != nil {
+		return kiln.Errorf(kiln.KindOf(err), "item %d: %s", i, kiln.Message(err))
+	}
 	return nil
 }
 
 func itemRun(it batch.Item) RunRequest {
-	r := RunRequest{Language: it.Language, Code: batch.Code(it), Args: it.Args, Stdin: []byte(it.Stdin), Limits: it.Limits, Name: it.FileName, BuildOptions: it.BuildOptions}
+	r := RunRequest{Language: it.Language, Code: batch.Code(it), Args: it.Args, Stdin: []byte(it.Stdin), Limits: it.Limits, Name: it.FileName, BuildOptions: it.BuildOptions,
+		Packages: it.Packages, PackageManager: it.PackageManager}
+	if it.Network != nil {
+		r.Network = *it.Network
+	}
 	for _, f := range it.Files {
 		r.Files = append(r.Files, File{Path: f.Path, Data: f.Content, Mode: f.Mode})
 	}

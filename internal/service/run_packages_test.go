@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/batch"
 	"github.com/kiln-dev/kiln/internal/egress"
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
@@ -71,5 +72,40 @@ func TestRunWithPackages(t *testing.T) {
 	_, err = ts.Run(ctx, u, RunRequest{Language: "python", Code: "1", Network: kiln.NetworkPolicy{Mode: kiln.NetworkAllowlist, Allow: []string{"evil.test"}}})
 	if kiln.KindOf(err) != kiln.Forbidden || !strings.Contains(kiln.Message(err), "ceiling") {
 		t.Errorf("a run's network beyond the ceiling: %v; want forbidden naming the ceiling", err)
+	}
+}
+
+// TestBatchItemPackages (root): a batch item with packages, under the
+// batch's allowlist, installs them in its sandbox and passes its test,
+// which imports them; the same item without packages fails it (a runtime
+// error); a batch whose packages are under the policy "none" is refused
+// at creation, naming the policy, before anything runs.
+func TestBatchItemPackages(t *testing.T) {
+	tinyName, tiny := wheel(t, "kiln-tiny", "1.0", "kilntiny", "tiny!")
+	srv := pep503(t, map[string][2]any{"kiln-tiny": {tinyName, tiny}})
+	ts := newNativeService(t, Config{NetworkCeiling: testCeiling, Egress: egress.Config{PyPIIndex: srv.URL + "/simple/"}})
+	ctx := ctxT(t, 3*time.Minute)
+	u := ts.user(t, "alice", false)
+	allow := &kiln.NetworkPolicy{Mode: kiln.NetworkAllowlist, Allow: []string{"example.com"}}
+	test := batch.Check{Test: "import kilntiny\nassert kilntiny.VALUE == 'tiny!'"}
+	items := []batch.Item{
+		{ID: "with", Language: "python", Code: "x = 1", Packages: []string{"kiln-tiny"}, Check: test},
+		{ID: "without", Language: "python", Code: "x = 1", Check: test},
+	}
+	_, w, err := ts.CreateBatch(ctx, u, BatchRequest{Items: items, Network: allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collectBatch(t, w)
+	if r := got[0]; !r.Passed {
+		t.Errorf("the item with packages: %+v (%s); want passed", r.Verdict, r.Result.Stderr)
+	}
+	if r := got[1]; r.Passed || r.Reason != batch.RuntimeError {
+		t.Errorf("the item without packages: %+v; want a runtime error", r.Verdict)
+	}
+
+	_, _, err = ts.CreateBatch(ctx, u, BatchRequest{Items: items[1:], Packages: []string{"kiln-tiny"}})
+	if kiln.KindOf(err) != kiln.Forbidden || !strings.Contains(kiln.Message(err), `"none"`) {
+		t.Errorf("a batch's packages under none: %v; want forbidden naming the policy", err)
 	}
 }
