@@ -69,3 +69,26 @@ func TestPackagesArgument(t *testing.T) {
 		t.Errorf("bad packages reached the API: %+v", execs[before:])
 	}
 }
+
+// run_code passes its network policy on with its packages, and its
+// result says what was installed, with versions, before the output.
+func TestRunCodeNetworkAndPackages(t *testing.T) {
+	var got client.RunRequest
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/run", func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&got)
+		json.NewEncoder(w).Encode(client.RunResult{Result: client.CellResult{Status: "ok", Stdout: "tiny!"},
+			Packages: &client.PackageResult{Manager: "pip", Packages: []client.InstalledPackage{{Name: "kiln-tiny", Version: "1.0", Requested: true}}}})
+	})
+	c, err := InProcess(mux, "k", "192.0.2.1:1234")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Call(context.Background(), c, "run_code", json.RawMessage(`{"code": "import kilntiny", "packages": ["kiln-tiny"], "network": {"mode": "allowlist", "allow": ["example.com"]}}`), nil)
+	if r.IsError || !strings.Contains(r.Text(), "pip installed first: kiln-tiny 1.0") || !strings.Contains(r.Text(), "tiny!") {
+		t.Errorf("run_code with packages: %+v; want the install's summary and the output", r)
+	}
+	if got.Network == nil || got.Network.Mode != "allowlist" || !slices.Equal(got.Network.Allow, []string{"example.com"}) || !slices.Equal(got.Packages, []string{"kiln-tiny"}) {
+		t.Errorf("request sent: %+v; want the network policy and the packages", got)
+	}
+}

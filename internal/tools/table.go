@@ -34,11 +34,11 @@ var (
 	codeProp      = fmt.Sprintf(`"code": {"type": "string", "maxLength": %d, "description": "The source code to run."}`, maxCodeChars)
 	stdinProp     = `"stdin": {"type": "string", "maxLength": 1048576, "description": "Text given to the program on standard input. Default: none (reading stdin fails at once)."}`
 	pathProp      = `"path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "A path relative to the workspace (/workspace in the sandbox), such as data/input.csv; no .., no leading /."}`
-	networkProp   = `"network": {"type": "object", "required": ["mode"], "additionalProperties": false, "description": "The session's network policy. Default: {\"mode\": \"none\"}, no network at all. allowlist: HTTP and HTTPS through kiln's egress proxy to the listed hosts and the administrator's package indexes; the server may refuse hosts beyond what it allows you, saying so.", "properties": {
+	networkProp   = `"network": {"type": "object", "required": ["mode"], "additionalProperties": false, "description": "The session's (or run's) network policy. Default: {\"mode\": \"none\"}, no network at all. allowlist: HTTP and HTTPS through kiln's egress proxy to the listed hosts and the administrator's package indexes; the server may refuse hosts beyond what it allows you, saying so.", "properties": {
 		"mode": {"type": "string", "enum": ["none", "allowlist"], "description": "none or allowlist."},
 		"allow": {"type": "array", "maxItems": 256, "items": {"type": "string", "minLength": 1, "maxLength": 260}, "description": "Host names, for allowlist: example.com, *.example.com (its subdomains), either with an optional :port (no port: 80 and 443). No IP addresses."}}}`
 	environmentProp = `"environment": {"type": "string", "minLength": 1, "maxLength": 63, "description": "A prebuilt environment of the server's, by name: its pinned Python and Node.js packages are there from the start, with no install. The administrator defines and builds them; an unknown or unbuilt name fails, naming those there are."}`
-	packagesProp    = `"packages": {"type": "array", "maxItems": 100, "items": {"type": "string", "minLength": 1, "maxLength": 256}, "description": "Packages to install before the code runs: with pip for python, npm for javascript and typescript. Each a name with an optional version: requests, requests==2.31.0, left-pad@1.3.0 (no options, URLs or paths). Installing needs network access to the package index: a session created with a network policy that allows it. Without one the call fails, saying so."}`
+	packagesProp    = `"packages": {"type": "array", "maxItems": 100, "items": {"type": "string", "minLength": 1, "maxLength": 256}, "description": "Packages to install before the code runs: with pip for python, npm for javascript and typescript. Each a name with an optional version: requests, requests==2.31.0, left-pad@1.3.0 (no options, URLs or paths). Installing needs network access to the package index: a network policy that allows it (the session's, or run_code's network). Without one the call fails, saying so."}`
 )
 
 // tools is resolved on first use, not at package init: every sandbox
@@ -50,7 +50,7 @@ func toolTable() []Tool {
 	return []Tool{
 		{
 			Name: "run_code",
-			Description: "Run code once in a fresh, isolated sandbox with no network, and return its output: stdout, stderr, " +
+			Description: "Run code once in a fresh, isolated sandbox (no network unless its network policy allows hosts), and return its output: stdout, stderr, " +
 				"errors with tracebacks, plots as images, tables as text, and the files it created. Nothing is kept afterwards: " +
 				"use create_session and execute_code to keep variables and files between calls. Python has numpy, pandas and matplotlib where installed.",
 			Schema: schema(`{"type": "object", "required": ["code"], "additionalProperties": false, "properties": {
@@ -60,7 +60,7 @@ func toolTable() []Tool {
 				` + pathProp + `,
 				"content": {"type": "string", "description": "The file's text (UTF-8)."},
 				"content_base64": {"type": "string", "description": "The file's bytes, base64; instead of content, for binary files."}}}},
-			` + stdinProp + `, ` + timeoutProp + `, ` + packagesProp + `, ` + environmentProp + `,
+			` + stdinProp + `, ` + timeoutProp + `, ` + packagesProp + `, ` + environmentProp + `, ` + networkProp + `,
 			"args": {"type": "array", "maxItems": 256, "items": {"type": "string", "maxLength": 4096}, "description": "Command-line arguments (program languages such as c, go, rust only)."}}}`),
 			call: runCode,
 		},
@@ -194,20 +194,21 @@ func (f inFile) bytes() ([]byte, error) {
 
 func runCode(ctx context.Context, c *client.Client, args json.RawMessage, p Progress) (*Result, error) {
 	var in struct {
-		Language  string   `json:"language"`
-		Code      string   `json:"code"`
-		Files     []inFile `json:"files"`
-		Stdin     string   `json:"stdin"`
-		TimeoutMS int64    `json:"timeout_ms"`
-		Args      []string `json:"args"`
-		Packages  []string `json:"packages"`
-		Env       string   `json:"environment"`
+		Language  string                `json:"language"`
+		Code      string                `json:"code"`
+		Files     []inFile              `json:"files"`
+		Stdin     string                `json:"stdin"`
+		TimeoutMS int64                 `json:"timeout_ms"`
+		Args      []string              `json:"args"`
+		Packages  []string              `json:"packages"`
+		Env       string                `json:"environment"`
+		Network   *client.NetworkPolicy `json:"network"`
 	}
 	if err := decode(args, &in); err != nil {
 		return nil, err
 	}
 	req := client.RunRequest{Language: cmpOr(in.Language, "python"), Code: in.Code, Stdin: in.Stdin, Args: in.Args,
-		Limits: client.Limits{TimeoutMS: in.TimeoutMS}, Packages: in.Packages, Environment: in.Env}
+		Limits: client.Limits{TimeoutMS: in.TimeoutMS}, Packages: in.Packages, Environment: in.Env, Network: in.Network}
 	for _, f := range in.Files {
 		b, err := f.bytes()
 		if err != nil {
@@ -223,6 +224,14 @@ func runCode(ctx context.Context, c *client.Client, args json.RawMessage, p Prog
 		return nil, err
 	}
 	r := fromCell(&out.Result)
+	if out.Packages != nil {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s installed first:", out.Packages.Manager)
+		for _, pk := range out.Packages.Packages {
+			fmt.Fprintf(&b, " %s %s;", pk.Name, pk.Version)
+		}
+		r.Content = append([]Part{{Type: PartText, Text: strings.TrimSuffix(b.String(), ";")}}, r.Content...)
+	}
 	r.Content = append(r.Content, runFiles(out.Files)...)
 	return r, nil
 }
