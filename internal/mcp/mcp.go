@@ -24,9 +24,9 @@ type ClientFunc func(ctx context.Context, extra *sdk.RequestExtra) (*client.Clie
 // maxResourceBytes bounds a workspace file read as a resource.
 const maxResourceBytes = 8 << 20
 
-const instructions = "kiln runs code in isolated sandboxes, with no network unless a session's policy allows hosts. Use run_code for a one-off program; " +
+const instructions = "kiln runs code in isolated sandboxes, with no network unless a session's or run's policy allows hosts. Use run_code for a one-off program; " +
 	"create_session, then execute_code, to keep variables and files between calls; close_session when done. " +
-	"A session created with network {\"mode\": \"allowlist\"} can install_packages (pip, npm); each result lists its network attempts, denied ones with the reason. " +
+	"A session created with network {\"mode\": \"allowlist\"} can install_packages (pip, npm), and run_code takes the same network with packages; each result lists its network attempts, denied ones with the reason. " +
 	"Files a cell writes come back as resource links (" + tools.FileTemplate + ") that resources/read fetches."
 
 // NewServer returns an MCP server of kiln's tools, and of the sessions'
