@@ -109,3 +109,21 @@ func TestBatchItemPackages(t *testing.T) {
 		t.Errorf("a batch's packages under none: %v; want forbidden naming the policy", err)
 	}
 }
+
+// TestRunWithNPMPackage (root, the host's npm registry): a JavaScript
+// one-shot run with a package and an allowlist requires it (npm, the
+// default for JavaScript).
+func TestRunWithNPMPackage(t *testing.T) {
+	hostNPMRegistry(t) // skips when the host's registry is unreachable
+	ts := newNativeService(t, Config{NetworkCeiling: testCeiling})
+	ctx := ctxT(t, 3*time.Minute)
+	u := ts.user(t, "alice", false)
+	res, err := ts.Run(ctx, u, RunRequest{Language: "javascript", Code: "console.log(require('is-number')(42))",
+		Network: kiln.NetworkPolicy{Mode: kiln.NetworkAllowlist}, Packages: []string{"is-number@7.0.0"}})
+	if err != nil || res.Result.Stdout != "true\n" {
+		t.Fatalf("a JavaScript run with is-number: %+v (error %+v), %v", res.Result, res.Result.Error, err)
+	}
+	if res.Packages == nil || res.Packages.Manager != ManagerNPM || len(res.Packages.Packages) != 1 || res.Packages.Packages[0].Version != "7.0.0" {
+		t.Errorf("the run's packages %+v; want is-number 7.0.0 with npm", res.Packages)
+	}
+}
