@@ -435,6 +435,7 @@ func TestPostgresOtherClients(t *testing.T) {
 	argv := postgresArgv([]string{"/usr/bin/psql", "-X", "-At", "-c", "SELECT x * 2 FROM shared"})
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PGHOST=" + filepath.Join(dir, ".kiln/postgres"), "PGDATABASE=postgres"}
+	cmd.Dir = dir // psql runs as nobody, who may not enter the test's own directory (a clone in a 0700 mktemp -d)
 	out, err := cmd.CombinedOutput()
 	if err != nil || string(out) != "10\n" {
 		t.Errorf("psql: %q, %v", out, err)
