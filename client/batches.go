@@ -3,9 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -131,15 +129,9 @@ func (c *Client) BatchStream(ctx context.Context, req BatchRequest, fn func(Batc
 	}
 	defer body.Close()
 	for {
-		_, data, err := sr.next()
+		_, data, err := sr.nextData(ctx, "the batch")
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, fmt.Errorf("kiln client: the batch's stream ended before the batch finished: %w", err)
+			return nil, err
 		}
 		var ev BatchEvent
 		if err := json.Unmarshal(data, &ev); err != nil {

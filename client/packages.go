@@ -2,10 +2,7 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 )
 
@@ -69,22 +66,9 @@ func (c *Client) InstallPackagesStream(ctx context.Context, sessionID string, re
 	}
 	defer body.Close()
 	for {
-		name, data, err := sr.next()
+		ev, err := sr.nextEvent(ctx, "the install")
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, fmt.Errorf("kiln client: the event stream ended before the install finished: %w", err)
-		}
-		var ev Event
-		if err := json.Unmarshal(data, &ev); err != nil {
-			return nil, fmt.Errorf("kiln client: a %q event that is not JSON: %w", name, err)
-		}
-		if ev.Type == "" {
-			ev.Type = name
+			return nil, err
 		}
 		if fn != nil {
 			fn(ev)

@@ -26,27 +26,47 @@ func (c *Client) ExecStream(ctx context.Context, sessionID string, req ExecReque
 	}
 	defer body.Close()
 	for {
-		name, data, err := sr.next()
+		ev, err := sr.nextEvent(ctx, "the execution")
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, fmt.Errorf("kiln client: the event stream ended before the execution finished: %w", err)
-		}
-		var ev Event
-		if err := json.Unmarshal(data, &ev); err != nil {
-			return nil, fmt.Errorf("kiln client: a %q event that is not JSON: %w", name, err)
-		}
-		if ev.Type == "" {
-			ev.Type = name
+			return nil, err
 		}
 		if x, final, err := finish(ev, fn); final {
 			return x, err
 		}
 	}
+}
+
+// nextData is the next event's name and data. A stream that ends first
+// is an error saying what had not finished (what), or ctx's error.
+func (r *sseReader) nextData(ctx context.Context, what string) (name string, data []byte, err error) {
+	name, data, err = r.next()
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", nil, ctx.Err()
+		}
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return "", nil, fmt.Errorf("kiln client: the event stream ended before %s finished: %w", what, err)
+	}
+	return name, data, nil
+}
+
+// nextEvent is the next Event, its Type taken from the event's name when
+// the data does not say it.
+func (r *sseReader) nextEvent(ctx context.Context, what string) (Event, error) {
+	name, data, err := r.nextData(ctx, what)
+	if err != nil {
+		return Event{}, err
+	}
+	var ev Event
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return Event{}, fmt.Errorf("kiln client: a %q event that is not JSON: %w", name, err)
+	}
+	if ev.Type == "" {
+		ev.Type = name
+	}
+	return ev, nil
 }
 
 // finish hands ev to fn and says whether it ends the stream, with the
