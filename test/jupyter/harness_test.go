@@ -7,7 +7,6 @@ package jupyter_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -26,26 +25,7 @@ const python = "/usr/bin/python3"
 
 var kilnBin string
 
-func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		fmt.Println("skipping: these tests need root to make sandboxes")
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "kiln-jupyter-test")
-	if err != nil {
-		panic(err)
-	}
-	kilnBin = filepath.Join(dir, "kiln")
-	build := exec.Command("go", "build", "-o", kilnBin, "../../cmd/kiln")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Printf("build kiln: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testkiln.Main(m, "jupyter", &kilnBin)) }
 
 // need skips the test unless it runs as root and Debian's Python has the
 // modules, naming the package that brings what is missing.

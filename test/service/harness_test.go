@@ -5,9 +5,7 @@ package service_test
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,26 +20,7 @@ import (
 
 var kilnBin string
 
-func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		fmt.Println("skipping: these tests need root to make sandboxes")
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "kiln-service-test")
-	if err != nil {
-		panic(err)
-	}
-	kilnBin = filepath.Join(dir, "kiln")
-	build := exec.Command("go", "build", "-o", kilnBin, "../../cmd/kiln")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Printf("build kiln: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testkiln.Main(m, "service", &kilnBin)) }
 
 func needRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
