@@ -145,8 +145,9 @@ type ExecRequest struct {
 	// allowlist; a refused one is an invalid request naming it.
 	BuildOptions []string `json:"build_options,omitempty"`
 	// Test runs the code as tests: Python with pytest, JavaScript with
-	// node --test, Rust with rustc --test; the result lists each test.
-	// Test files are also found by name (test_*.py, *.test.js, *_test.go).
+	// node --test, Rust with rustc --test, Java with JUnit; the result
+	// lists each test. Test files are also found by name (test_*.py,
+	// *.test.js, *_test.go, *Test.java with @Test methods).
 	Test bool `json:"test,omitempty"`
 	// Packages are installed into the session before the code runs, as
 	// POST /v1/sessions/{id}/packages would: with pip for Python, npm for

@@ -74,7 +74,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.Var(&files, "f", "short for --file")
 	fs.Var(&mounts, "mount", "show a local folder read-only in the sandbox: DIR[:DEST], DEST /project or below /mnt or /project (default /mnt/<DIR's name>; repeatable): import a project's code and run its tests, writing nothing back")
 	fs.Var(&buildOpts, "build-opt", "compiled languages: compiler and linker flags, such as -O2, -std=c++17 or -lcrypto, split at spaces (repeatable), checked against an allowlist per compiler (a refused flag is named with what is allowed)")
-	fs.BoolVar(&test, "test", false, "run the file as tests: Python with pytest, JavaScript with node --test, Rust with rustc --test (test_*.py, *_test.py, *.test.js and *_test.go files are tests by their name); --json lists each test")
+	fs.BoolVar(&test, "test", false, "run the file as tests: Python with pytest, JavaScript with node --test, Rust with rustc --test, Java with JUnit (test_*.py, *_test.py, *.test.js, *_test.go, and *Test.java with @Test methods are tests by their name); --json lists each test")
 	fs.BoolVar(&asJSON, "json", false, "run as the API's one-shot run (POST /v1/run) does, as one cell, and print its result as JSON: stdout, stderr, rich outputs (display(), plots), error, usage, artifacts")
 	fs.StringVar(&saveDir, "save-outputs", "", "save image outputs (display(), plots) as files output-N.png, .svg, ... in this `directory`, made if missing, existing files kept (default: a new temporary directory); stdout names each file")
 	addBackendFlag(fs, &backendName)

@@ -87,7 +87,8 @@ type Program struct {
 	// (CheckBuildOptions). They count in the build cache's key.
 	BuildOptions []string
 	// Test builds and runs the program as its tests where its file does
-	// not already say so (Rust: rustc --test though main has a body).
+	// not already say so (Rust: rustc --test though main has a body;
+	// Java: the class with JUnit's console launcher).
 	Test bool
 
 	// Per phase: the compilation and the run each get this much.
@@ -181,8 +182,14 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 		return Result{}, err
 	}
 	j.srcs, j.class, j.sourcepath = in.srcs, in.class, in.sourcepath
-	if p.Test && j.is(Rust) {
+	if p.Test && (j.is(Rust) || j.is(Java)) {
 		j.test, j.notes = true, nil
+	}
+	if j.test && j.is(Java) {
+		if err := junitInstalled(); err != nil {
+			return Result{}, err
+		}
+		j.reports = newReportsDir(area)
 	}
 
 	res, ok, err := build(ctx, ex, j, in, p)
@@ -225,6 +232,9 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 	}
 	res.Phase = PhaseRun
 	res.Exit = info
+	if j.reports != "" {
+		res.TestCases = junitResults(ctx, ex, j.reports)
+	}
 	if testLog != nil {
 		// Flushed first: the renamer holds back a partial line.
 		if f, ok := stdout.(interface{ Flush() }); ok {

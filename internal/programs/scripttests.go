@@ -49,7 +49,7 @@ func RunScriptTests(ctx context.Context, ex Execer, p Program, stdout, stderr io
 		return Result{}, kiln.Errorf(kiln.Invalid, "no language given for the test file")
 	}
 	if !HasScriptTests(l.Name) {
-		return Result{}, kiln.Errorf(kiln.Invalid, "%s has no test runner here; tests run for Python (pytest), JavaScript (node --test), Go and Rust", l.Name)
+		return Result{}, kiln.Errorf(kiln.Invalid, "%s has no test runner here; tests run for Python (pytest), JavaScript (node --test), Go, Rust and Java (JUnit)", l.Name)
 	}
 	if err := l.Available(); err != nil {
 		return Result{}, err
@@ -139,13 +139,7 @@ func RunScriptTests(ctx context.Context, ex Execer, p Program, stdout, stderr io
 
 // junitSuites is the part of a JUnit XML report that is read.
 type junitSuites struct {
-	Cases []struct {
-		Name    string    `xml:"name,attr"`
-		Class   string    `xml:"classname,attr"`
-		Failure *junitMsg `xml:"failure"`
-		Error   *junitMsg `xml:"error"`
-		Skipped *junitMsg `xml:"skipped"`
-	} `xml:"testsuite>testcase"`
+	Cases []junitCase `xml:"testsuite>testcase"`
 }
 
 type junitMsg struct {
@@ -165,16 +159,7 @@ func parseJUnit(data []byte) []kiln.TestCase {
 		if c.Class != "" {
 			name = c.Class + "::" + c.Name
 		}
-		tc := kiln.TestCase{Name: name, Status: "passed"}
-		switch {
-		case c.Failure != nil:
-			tc.Status, tc.Message = "failed", clip(strings.TrimSpace(c.Failure.Message+"\n"+c.Failure.Text))
-		case c.Error != nil:
-			tc.Status, tc.Message = "failed", clip(strings.TrimSpace(c.Error.Message+"\n"+c.Error.Text))
-		case c.Skipped != nil:
-			tc.Status, tc.Message = "skipped", clip(strings.TrimSpace(c.Skipped.Message))
-		}
-		cases = append(cases, tc)
+		cases = append(cases, c.testCase(name))
 	}
 	return bound(cases)
 }

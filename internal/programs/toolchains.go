@@ -82,6 +82,8 @@ type job struct {
 	test       bool     // build the program's tests and run them (rustc --test, go test -c)
 	goMod      bool     // Go: the entry's package is in a module of the workspace
 	goVendor   bool     // Go: that module vendors its dependencies (vendor/modules.txt)
+	reports    string   // Java tests: where JUnit writes this run's reports
+	junit      bool     // Java: the entry names org.junit, so JUnit's jars are on the class path
 	opts       []string // the run's build options, checked (CheckBuildOptions)
 	notes      []kiln.Diagnostic
 }
@@ -118,6 +120,10 @@ func (j *job) setCode(name string, data []byte) {
 		}
 	case j.is(Rust):
 		j.test, j.notes = rustTests(data, name)
+	}
+	if j.is(Java) {
+		j.test, j.notes = javaTests(data, name, false)
+		j.junit = usesJUnit(data)
 	}
 	j.code = &code{shown: name, disk: j.codePath(disk, data), data: data}
 }
@@ -297,20 +303,35 @@ var (
 		scope:     tree,
 		cellReads: func(name string) bool { return strings.HasSuffix(name, ".java") },
 		options:   javaOptions,
+		tests: func(j *job, in *inputs) {
+			src := in.files[path.Join(j.dir, j.entry)]
+			j.test, j.notes = javaTests(src, path.Join(j.dir, j.entry), false)
+			j.junit = usesJUnit(src)
+		},
 		build: func(j *job) step {
 			var argv []string
 			for _, f := range append(jvm(j), "-XX:TieredStopAtLevel=1") {
 				argv = append(argv, "-J"+f)
 			}
 			argv = append([]string{j.l.Binary}, argv...)
-			argv = append(append(argv, "-encoding", "UTF-8", "-d", j.out, "-sourcepath", j.sourcepath), j.opts...)
-			return step{argv: append(argv, j.entryArg())}
+			argv = append(argv, "-encoding", "UTF-8", "-d", j.out, "-sourcepath", j.sourcepath)
+			if j.test || j.junit {
+				argv = append(argv, "-cp", junitClasspath())
+			}
+			return step{argv: append(append(argv, j.opts...), j.entryArg())}
 		},
 		run: func(j *job) step {
+			if j.test {
+				return junitRun(j)
+			}
 			argv := append([]string{path.Join(path.Dir(j.l.Binary), "java")}, jvm(j)...)
+			cp := j.out
+			if j.junit {
+				cp += ":" + junitClasspath()
+			}
 			return step{argv: append(argv, "-XX:MaxRAMPercentage=50",
 				"-Dfile.encoding=UTF-8", "-Dsun.stdout.encoding=UTF-8", "-Dsun.stderr.encoding=UTF-8",
-				"-cp", j.out, j.class)}
+				"-cp", cp, j.class)}
 		},
 		parse: parseJavac,
 	}
