@@ -21,6 +21,12 @@ and exec latency, throughput at several concurrencies, sessions and the
 HTTP service. It takes a few minutes and prints a report; see
 docs/PERFORMANCE.md for the figures and how to read them.
 
+With --backend docker it measures instead the native and Docker backends
+side by side in one run (one-shot Python fresh and from the pool, session
+creation fresh and pooled, a warm 1+1 cell, throughput at --concurrency),
+with a plain docker run --rm --network none of the environment image as
+the baseline.
+
 Flags:
 `
 
@@ -34,6 +40,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cliToo := fs.Bool("cli", true, "also time kiln run as a separate process")
 	sessions := fs.Bool("sessions", true, "also measure sessions: ready time and warm cells")
 	svc := fs.Bool("service", true, "also measure the HTTP service: session creation, warm cells, /v1/run, idle memory")
+	var backendName string
+	fs.StringVar(&backendName, "backend", "native", "native (kiln's own figures), or docker (native and Docker side by side, with a plain docker run as baseline)")
+	conc := fs.Int("concurrency", 8, "with --backend docker: clients at once in the throughput figure")
+	poolSize := fs.Int("pool", 4, "with --backend docker: the warm pool's size, and the one-shot pool's per language")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -51,6 +61,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		o.KilnBinary = self
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if backendName != "native" {
+		bo := bench.BackendsOptions{Runs: o.Runs, Cells: o.Runs * 10, Throughput: o.Throughput, Concurrency: *conc, PoolSize: *poolSize, Log: log}
+		return benchBackends(ctx, backendName, bo, stdout, stderr, log)
+	}
 	b, err := native.New(native.Config{}, log)
 	if err != nil {
 		return err

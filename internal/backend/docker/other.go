@@ -19,8 +19,12 @@ func needsLinux() error {
 
 func New(context.Context) (*Backend, error) { return nil, needsLinux() }
 func (b *Backend) SetImage(string)          {}
-func (b *Backend) Close() error             { return nil }
-func (b *Backend) SetOwner(string)          {}
+func (b *Backend) Image() string            { return "" }
+func (b *Backend) PlainRun(context.Context, []string) (string, error) {
+	return "", needsLinux()
+}
+func (b *Backend) Close() error    { return nil }
+func (b *Backend) SetOwner(string) {}
 func (b *Backend) Reap(context.Context) (int, error) {
 	return 0, needsLinux()
 }
