@@ -96,6 +96,29 @@ type Session struct {
 	Role string `json:"role,omitempty"`
 	// Environment is the environment the session selected, if any.
 	Environment string `json:"environment,omitempty"`
+	// Name is the session's name (its metadata "name"), if it has one.
+	Name string `json:"name,omitempty"`
+	// Use is what the session uses now; only for a session active in
+	// the server's process.
+	Use *SessionUse `json:"use,omitempty"`
+}
+
+// SessionUpdate renames a session (PATCH /v1/sessions/{id}): at most
+// 100 characters of printable UTF-8, trimmed; empty removes the name.
+type SessionUpdate struct {
+	Name *string `json:"name"`
+}
+
+// SessionUse is what an active session uses now.
+type SessionUse struct {
+	WorkspaceBytes      int64 `json:"workspace_bytes"`
+	WorkspaceLimitBytes int64 `json:"workspace_limit_bytes"`
+	// Busy: a cell, a stream or a file operation runs, so the idle clock
+	// is stopped.
+	Busy bool `json:"busy"`
+	// IdleSecondsLeft is how long the session has until its idle time-out
+	// ends it if nothing happens (the whole time-out while busy).
+	IdleSecondsLeft int64 `json:"idle_seconds_left"`
 }
 
 // ShareRequest shares a session with a user or changes the share's role

@@ -153,6 +153,7 @@ func (s *Server) register() {
 	s.handle("GET /v1/sessions", s.listSessions)
 	s.handle("GET /v1/sessions/{id}", s.getSession)
 	s.handle("DELETE /v1/sessions/{id}", s.deleteSession)
+	s.handle("PATCH /v1/sessions/{id}", s.updateSession) // session_update.go
 	s.handle("POST /v1/sessions/{id}/interrupt", s.interrupt)
 	s.handle("POST /v1/sessions/{id}/restart", s.restart)
 	s.handle("PUT /v1/sessions/{id}/network", s.setNetwork)        // network.go

@@ -73,7 +73,10 @@ export interface Session {
   owner_id?: string;
   role?: Role; // the caller's: owner, or the role of a share
   network?: NetworkPolicy;
+  name?: string; // metadata "name", set by renameSession
+  use?: SessionUse; // only for a session active in the server's process
 }
+export interface SessionUse { workspace_bytes: number; workspace_limit_bytes: number; busy: boolean; idle_seconds_left: number }
 export interface NetworkPolicy { mode: "none" | "allowlist"; allow?: string[] }
 export interface EgressRecord {
   time: string; host: string; port: number; addr?: string; kind: string; allowed: boolean; reason?: string;
@@ -113,6 +116,7 @@ export const api = {
   createSession: (languages: string[], idleTTLSeconds: number, network?: NetworkPolicy) =>
     json<Session>("POST", "/v1/sessions", { languages, idle_ttl_seconds: idleTTLSeconds, network }),
   setNetwork: (id: string, p: NetworkPolicy) => json<Session>("PUT", `/v1/sessions/${encodeURIComponent(id)}/network`, p),
+  renameSession: (id: string, name: string) => json<Session>("PATCH", `/v1/sessions/${encodeURIComponent(id)}`, { name }),
   deleteSession: (id: string) => json<void>("DELETE", `/v1/sessions/${encodeURIComponent(id)}`),
   interrupt: (id: string) => json<void>("POST", `/v1/sessions/${encodeURIComponent(id)}/interrupt`),
   restart: (id: string) => json<void>("POST", `/v1/sessions/${encodeURIComponent(id)}/restart`),

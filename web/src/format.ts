@@ -84,3 +84,20 @@ export function monacoLanguage(lang: string): string {
   };
   return m[lang] ?? "plaintext";
 }
+
+// formatLeft says how long until an idle time-out, from seconds.
+export function formatLeft(seconds: number): string {
+  if (seconds <= 0) return "now";
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min`;
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  return m ? `${h} h ${m} min` : `${h} h`;
+}
+
+// sessionUse is the list's one line of what a session uses.
+export function sessionUse(u: { workspace_bytes: number; workspace_limit_bytes: number; busy: boolean; idle_seconds_left: number } | undefined): string {
+  if (!u) return "—";
+  const disk = `disk ${formatBytes(u.workspace_bytes)} of ${formatBytes(u.workspace_limit_bytes)}`;
+  return `${disk} · ${u.busy ? "busy (idle clock stopped)" : `idle ends in ${formatLeft(u.idle_seconds_left)}`}`;
+}

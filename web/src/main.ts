@@ -6,7 +6,7 @@ import { button, h, toast } from "./dom";
 import { CodeEditor, setEditorTheme, loadMonaco } from "./editor";
 import { Files } from "./files";
 import { History } from "./history";
-import { formatTTL } from "./format";
+import { formatTTL, sessionUse } from "./format";
 import { Notebook } from "./notebook";
 import { shareDialog } from "./share";
 import { networkFields, networkStatus } from "./network";
@@ -127,18 +127,55 @@ async function sessionsScreen(): Promise<void> {
   });
   try {
     const { sessions } = await api.sessions();
-    table.append(h("tr", {}, ...["Session", "State", "Languages", "Idle time-out", "Last active", "Your role", ""].map((t) => h("th", { scope: "col" }, t))));
-    if (sessions.length === 0) table.append(h("tr", {}, h("td", { colspan: "7", class: "muted" }, "No sessions yet: create one below.")));
+    table.append(h("tr", {}, ...["Session", "State", "Languages", "Idle time-out", "Use", "Last active", "Your role", ""].map((t) => h("th", { scope: "col" }, t))));
+    if (sessions.length === 0) table.append(h("tr", {}, h("td", { colspan: "8", class: "muted" }, "No sessions yet: create one below.")));
     for (const s of sessions) table.append(sessionRow(s));
   } catch (e) {
     toast((e as Error).message);
   }
 }
 
+// nameCell shows a session's name (its id when it has none) and, for its
+// owner, a Rename button that swaps in a text box: Enter saves, Escape
+// cancels.
+function nameCell(s: Session): HTMLElement {
+  const td = h("td", { class: "session-name" });
+  const show = () => {
+    const link = h("a", { href: `#/s/${s.id}`, title: `open session ${s.id}` }, s.name || s.id);
+    td.replaceChildren(link, s.name ? h("span", { class: "muted id" }, ` ${s.id}`) : "",
+      (s.role ?? "owner") !== "owner" ? "" : button("✎", edit, { title: `rename session ${s.id}`, cls: "rename" }));
+  };
+  const edit = () => {
+    const input = h("input", { type: "text", value: s.name ?? "", maxlength: "100", "aria-label": `new name for session ${s.id}` });
+    const err = h("span", { class: "error", role: "alert" });
+    const save = async () => {
+      try {
+        const next = await api.renameSession(s.id, input.value);
+        s.name = next.name;
+        show();
+      } catch (e) {
+        err.textContent = (e as Error).message;
+        input.focus();
+      }
+    };
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") void save();
+      if (e.key === "Escape") show();
+    });
+    td.replaceChildren(input, button("Save", () => void save(), { title: `save the name of session ${s.id}` }),
+      button("Cancel", show, { title: "cancel renaming" }), err);
+    input.focus();
+    input.select();
+  };
+  show();
+  return td;
+}
+
 function sessionRow(s: Session): HTMLElement {
   return h("tr", { "data-session": s.id },
-    h("td", {}, h("a", { href: `#/s/${s.id}`, title: `open session ${s.id}` }, s.metadata?.name ?? s.id)),
+    nameCell(s),
     h("td", {}, s.status), h("td", {}, s.languages.join(", ")), h("td", {}, formatTTL(s.idle_ttl_seconds)),
+    h("td", { class: "use", title: "what the session uses now: its workspace's disk, and when its idle time-out ends it if nothing happens" }, sessionUse(s.use)),
     h("td", {}, new Date(s.last_active).toLocaleString()),
     h("td", { title: s.role && s.role !== "owner" ? `shared with you by ${s.owner_id}` : "" }, s.role ?? "owner"),
     h("td", {}, button("Open", () => (location.hash = `#/s/${s.id}`), { title: `open session ${s.id}` }),
@@ -269,7 +306,7 @@ async function notebookScreen(id: string): Promise<void> {
     button("Export .ipynb", () => nb.exportIpynb(), { title: "download the notebook as a Jupyter notebook" }),
     button("Import .ipynb", () => ipynbInput.click(), { title: "add the cells of a Jupyter notebook" }),
     ipynbInput, nb.saveState);
-  app.replaceChildren(header(h("span", { class: "crumb" }, `session ${session.id}`), h("span", { class: "muted" }, ` ${session.status} · idle time-out ${formatTTL(session.idle_ttl_seconds)}`)),
+  app.replaceChildren(header(h("span", { class: "crumb" }, session.name ? `${session.name} (${session.id})` : `session ${session.id}`), h("span", { class: "muted" }, ` ${session.status} · idle time-out ${formatTTL(session.idle_ttl_seconds)}`)),
     h("div", { class: "workbench" }, files.el, h("main", { class: "main" }, h("div", { class: "sticky" }, bar, tabs), pane)));
   select(nbTab, nb.el);
   await nb.load();

@@ -20,6 +20,8 @@ var wireTypes = map[string]reflect.Type{
 	"Limits":           reflect.TypeFor[client.Limits](),
 	"SessionRequest":   reflect.TypeFor[client.SessionRequest](),
 	"Session":          reflect.TypeFor[client.Session](),
+	"SessionUpdate":    reflect.TypeFor[client.SessionUpdate](),
+	"SessionUse":       reflect.TypeFor[client.SessionUse](),
 	"SessionList":      reflect.TypeFor[client.SessionList](),
 	"ShareRequest":     reflect.TypeFor[client.ShareRequest](),
 	"Share":            reflect.TypeFor[client.Share](),
