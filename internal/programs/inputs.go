@@ -66,6 +66,11 @@ func gather(ctx context.Context, ex Execer, j *job, given []File) (*inputs, erro
 			return nil, err
 		}
 	}
+	if j.cargo != "" {
+		// Cargo knows its inputs (manifests, .cargo/, vendor/) and
+		// rebuilds what changed; kiln's key would miss some.
+		in.cacheable = false
+	}
 	entry := path.Join(j.dir, j.entry)
 
 	if j.tc.scope == entryOnly {

@@ -391,6 +391,9 @@ func relative(ds []kiln.Diagnostic, j *job) []kiln.Diagnostic {
 			if r, ok := strings.CutPrefix(f, j.root+"/"); ok {
 				ds[i].File = r
 			}
+		case j.cargo != "":
+			// Cargo's rustc names files relative to the package.
+			ds[i].File = path.Join(j.cargo, f)
 		default:
 			ds[i].File = path.Join(j.dir, f)
 		}

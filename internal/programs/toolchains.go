@@ -84,6 +84,7 @@ type job struct {
 	goVendor   bool     // Go: that module vendors its dependencies (vendor/modules.txt)
 	reports    string   // Java tests: where JUnit writes this run's reports
 	junit      bool     // Java: the entry names org.junit, so JUnit's jars are on the class path
+	cargo      string   // Rust: the entry's Cargo package, relative to the workspace ("" for none; cargo.go)
 	opts       []string // the run's build options, checked (CheckBuildOptions)
 	notes      []kiln.Diagnostic
 }
@@ -353,12 +354,16 @@ var (
 	}
 	Rust = &Toolchain{
 		scope:     tree,
+		prepare:   cargoProject,
 		options:   rustOptions,
 		testCases: parseRustTests,
 		tests: func(j *job, in *inputs) {
 			j.test, j.notes = rustTests(in.files[path.Join(j.dir, j.entry)], path.Join(j.dir, j.entry))
 		},
 		build: func(j *job) step {
+			if j.cargo != "" {
+				return cargoBuild(j)
+			}
 			// Optimized, but integer overflow still panics with its line.
 			argv := []string{j.l.Binary, "--edition", "2021", "-O", "-C", "overflow-checks=on",
 				"-C", "strip=debuginfo", "--color", "never"}
@@ -371,7 +376,12 @@ var (
 			}
 			return step{argv: append(append(argv, j.opts...), "-o", j.bin(), j.entryArg())}
 		},
-		run:   runBinary,
+		run: func(j *job) step {
+			if j.cargo != "" {
+				return cargoRun(j)
+			}
+			return runBinary(j)
+		},
 		parse: parseRustc,
 	}
 )

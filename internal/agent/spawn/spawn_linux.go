@@ -210,25 +210,31 @@ func lookPath(name string, env []string) (string, error) {
 }
 
 // restrictPaths applies Landlock: read and execute anywhere in the (already
-// read-only) root, write only where the sandbox allows writes. Signals and
+// read-only) root, write only where the sandbox allows writes. Within
+// those, a file may be renamed or linked from one directory to another
+// (Landlock's refer right): rustc writes its metadata in a temporary
+// directory and renames it beside it, so Cargo's builds need it, and the
+// file gains nothing by the move. Signals and
 // abstract unix sockets are scoped to the user's own domain, which keeps
 // user code from signalling the agent.
 func restrictPaths(cfg Config) error {
+	// One layer for paths and scopes: a layer always denies moving a file
+	// between directories unless it grants refer, so a second, scope-only
+	// layer would deny it everywhere. Networking is the sandbox's own
+	// namespace's affair.
 	conf := landlock.V6
+	conf.HandledAccessNet = 0
 	if !cfg.Landlock {
 		conf = conf.BestEffort()
 	}
 	rules := []landlock.Rule{
 		landlock.RODirs("/"),
-		landlock.RWDirs(cfg.WritePath...).IgnoreIfMissing(),
+		landlock.RWDirs(cfg.WritePath...).WithRefer().IgnoreIfMissing(),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/tty").WithIoctlDev().IgnoreIfMissing(),
 		landlock.RWDirs("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
 	}
-	if err := conf.RestrictPaths(rules...); err != nil {
+	if err := conf.Restrict(rules...); err != nil {
 		return fmt.Errorf("landlock: %w", err)
-	}
-	if err := conf.RestrictScoped(); err != nil {
-		return fmt.Errorf("landlock scope: %w", err)
 	}
 	return nil
 }
