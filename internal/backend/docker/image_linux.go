@@ -78,6 +78,12 @@ func (b *Backend) BuildImage(ctx context.Context, agentPath string) (ref string,
 	return ref, true, nil
 }
 
+// EnvironmentLayer is the environment image's layer as a tar (the agent
+// binary at agentPath, the host's /etc entries, the mount points), for a
+// backend that builds its own image around it: the Kubernetes backend's
+// adds the runtimes under it.
+func EnvironmentLayer(agentPath string) ([]byte, error) { return imageTar(agentPath, "/etc") }
+
 // imageTar is the image's only layer: deterministic (sorted, fixed
 // times and owners) so that its hash names its inputs.
 func imageTar(agentPath, hostEtc string) ([]byte, error) {

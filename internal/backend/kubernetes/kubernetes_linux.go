@@ -45,19 +45,13 @@ const policyName = "kiln-sandbox-deny"
 // Options choose how sandbox Pods are made.
 type Options struct {
 	Namespace string // default "default"
-	Image     string // the environment image (kiln image build), required
+	Image     string // the runtimes image (BuildImage), required
 	// PullPolicy of the image; "Never" for images imported into the
 	// node's runtime (the test cluster), else IfNotPresent.
 	PullPolicy corev1.PullPolicy
 	// RuntimeClassName, when set, runs Pods under that RuntimeClass
 	// (gVisor, Kata).
 	RuntimeClassName string
-	// HostUsr mounts the node's /usr read-only into each Pod, as the
-	// Docker backend binds the host's: the environment image carries no
-	// /usr of its own yet. It is a hostPath volume, which issue 15 rules
-	// out for production: only for a single-node cluster whose node is
-	// the machine that built the image (the test cluster).
-	HostUsr bool
 }
 
 // Backend makes sandboxes as Pods.
@@ -177,7 +171,7 @@ func (b *Backend) Reap(ctx context.Context) (int, error) {
 // it and returns once the agent answers.
 func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backend.Sandbox, err error) {
 	if b.opt.Image == "" {
-		return backend.Sandbox{}, kiln.Errorf(kiln.SandboxError, "the Kubernetes backend has no image: run kiln image build")
+		return backend.Sandbox{}, kiln.Errorf(kiln.SandboxError, "the Kubernetes backend has no image: BuildImage makes the runtimes image")
 	}
 	if spec.HostDir != "" || len(spec.Mounts) > 0 {
 		return backend.Sandbox{}, kiln.Errorf(kiln.Unsupported, "the Kubernetes backend has no host workspaces or mounts yet (issue 15: PVC or emptyDir workspaces)")
@@ -235,11 +229,6 @@ func (b *Backend) pod(id string, lim kiln.Limits) *corev1.Pod {
 		{Name: "shm", VolumeSource: memDir(lim.TmpBytes)},
 	}
 	mounts := []corev1.VolumeMount{{Name: "workspace", MountPath: "/workspace"}, {Name: "tmp", MountPath: "/tmp"}, {Name: "shm", MountPath: "/dev/shm"}}
-	if b.opt.HostUsr {
-		dir := corev1.HostPathDirectory
-		vols = append(vols, corev1.Volume{Name: "usr", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/usr", Type: &dir}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: "usr", MountPath: "/usr", ReadOnly: true})
-	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "kiln-" + id, Labels: b.labels(id)},
 		Spec: corev1.PodSpec{

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/backend/backendtest"
-	"github.com/kiln-dev/kiln/internal/backend/docker"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/protocol"
 )
@@ -35,31 +33,22 @@ func env(name, def string) string {
 var testImage string
 
 // testBackend is the backend on the test cluster with this test binary
-// as the agent: the Docker backend builds the environment image, and it
-// is imported into the cluster's containerd as scripts/k8s/up imports
-// its own (docker save | ctr import; no registry).
+// as the agent, in the runtimes image imported into the cluster's
+// containerd (no registry).
 func testBackend(t *testing.T) *Backend {
 	t.Helper()
 	ctx := context.Background()
 	if testImage == "" {
-		d, err := docker.New(ctx)
-		if err != nil {
-			t.Fatalf("the image is built with Docker: %v", err)
-		}
-		defer d.Close()
 		exe, _ := os.Executable()
-		ref, _, err := d.BuildImage(ctx, exe)
+		t0 := time.Now()
+		ref, built, err := BuildImage(ctx, ImageConfig{Agent: exe, Containerd: env("KILN_K8S_CONTAINERD", "/run/kspike/containerd.sock")})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("the runtimes image (is the test cluster up? scripts/k8s/up): %v", err)
 		}
-		sock := env("KILN_K8S_CONTAINERD", "/run/kspike/containerd.sock")
-		out, err := exec.Command("sh", "-c", `docker save "$1" | ctr --address "$2" -n k8s.io images import -`, "sh", ref, sock).CombinedOutput()
-		if err != nil {
-			t.Fatalf("import %s into the cluster's containerd: %v: %s", ref, err, out)
-		}
+		t.Logf("runtimes image %s (imported now: %v) in %v", ref, built, time.Since(t0).Round(time.Millisecond))
 		testImage = ref
 	}
-	b, err := New(ctx, env("KUBECONFIG", "/var/lib/kspike/kubeconfig"), Options{Image: testImage, PullPolicy: corev1.PullNever, HostUsr: true})
+	b, err := New(ctx, env("KUBECONFIG", "/var/lib/kspike/kubeconfig"), Options{Image: testImage, PullPolicy: corev1.PullNever})
 	if err != nil {
 		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
 	}
@@ -99,7 +88,7 @@ func TestPodSecurity(t *testing.T) {
 	check("memory limit 512Mi", c.Resources.Limits.Memory().Value() == 512<<20 && c.Resources.Requests.Memory().Value() == 512<<20)
 	check("cpu limit 1", c.Resources.Limits.Cpu().MilliValue() == 1000)
 	for _, v := range s.Volumes {
-		if v.HostPath != nil && v.Name != "usr" {
+		if v.HostPath != nil {
 			t.Errorf("hostPath volume %q", v.Name)
 		}
 	}
