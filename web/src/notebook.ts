@@ -3,10 +3,11 @@
 import { api, ApiError, filesURL, type Artifact, type CellResult, type EgressRecord, type Event, type Session } from "./api";
 import { button, h, toast } from "./dom";
 import { CodeEditor, type Marker, type RunMode } from "./editor";
-import { formatBytes, formatDuration, stripAnsi } from "./format";
+import { formatBytes, formatDuration } from "./format";
 import { fromIpynb, toIpynb } from "./ipynb";
 import { renderEgress } from "./network";
 import { appendStream, markdownHTML, renderOutput, type Out } from "./render";
+import { streamView } from "./stream";
 
 // The notebook is kept in the session's workspace under this name (see
 // docs/NOTEBOOK.md), so it lives and ends with the session's files.
@@ -43,6 +44,18 @@ function markers(r: CellResult): Marker[] {
     out.push({ line: d.line, column: d.column, message: d.message, severity: d.severity === "warning" ? "warning" : "error" });
   }
   return out;
+}
+
+// cutMarker says that the output was cut at the session's output limit,
+// that the service kept no more than is shown, and where to get all of
+// it next time.
+function cutMarker(limit: number | undefined): HTMLElement {
+  const at = limit ? formatBytes(limit) : "the session's output limit";
+  return h("div", { class: "cut-marker", role: "note" },
+    h("strong", {}, `✂ Output cut at ${at}`),
+    ` (this session's output limit, stdout, stderr and displays together). kiln kept only what is shown: the rest was dropped as the cell ran, `,
+    `so it cannot be expanded here. To keep all of it, write it to a file in the workspace (it appears in the file explorer and downloads whole), `,
+    `e.g. print(..., file=open("out.txt", "a")) or command > out.txt, or create a session with a larger output limit (at most 256 MiB).`);
 }
 
 let nextID = 0;
@@ -133,6 +146,7 @@ class Cell {
 
   showOutputs(): void {
     this.outEl.replaceChildren(...this.d.outputs.map(renderOutput));
+    if (this.d.status === "output_limit") this.outEl.append(cutMarker(this.nb.session.limits?.output_bytes));
     const eg = renderEgress(this.d.egress);
     if (eg) this.outEl.append(eg);
     this.showArtifacts();
@@ -194,8 +208,8 @@ class Cell {
         if (appendStream(d.outputs, ev.type, ev.data ?? "")) this.outEl.append(renderOutput(d.outputs[d.outputs.length - 1]));
         else {
           // Append the chunk, not the whole text again: a long output stays linear.
-          const pres = this.outEl.querySelectorAll(`pre.stream.${ev.type}`);
-          pres[pres.length - 1]?.append(stripAnsi(ev.data ?? ""));
+          const outs = this.outEl.querySelectorAll(`.stream-out[data-name=${ev.type}]`);
+          streamView(outs[outs.length - 1])?.append(ev.data ?? "");
         }
         break;
       case "display":

@@ -3,6 +3,7 @@ import DOMPurify from "dompurify";
 import { marked } from "marked";
 import { h, button } from "./dom";
 import { isDataFrameHTML, mimeText, page, pickMime, stripAnsi } from "./format";
+import { StreamView } from "./stream";
 
 export type Out =
   | { kind: "stream"; name: "stdout" | "stderr"; text: string }
@@ -123,7 +124,7 @@ function display(data: Record<string, unknown>): HTMLElement {
 export function renderOutput(o: Out): HTMLElement {
   switch (o.kind) {
     case "stream":
-      return h("pre", { class: `stream ${o.name}`, "aria-label": o.name }, stripAnsi(o.text));
+      return new StreamView(o.name, o.text).el;
     case "display":
       return h("div", { class: "display" }, display(o.data));
     case "error":
