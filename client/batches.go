@@ -49,7 +49,9 @@ type BatchItem struct {
 // BatchCheck is how an item is judged: the exit code (0 unless given),
 // and either the standard output (exact, or with trailing whitespace
 // trimmed when Trim is set) or a test program run after the solution in
-// the same kernel (Python, JavaScript, TypeScript; assert-style).
+// the same sandbox (assert-style): in the same kernel for Python,
+// JavaScript and TypeScript; joined to the solution for C, C++, Rust,
+// Java and Go as HumanEval-X does (see the API's BatchCheck).
 type BatchCheck struct {
 	ExitCode *int    `json:"exit_code,omitempty"`
 	Stdout   *string `json:"stdout,omitempty"`

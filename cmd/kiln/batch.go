@@ -36,7 +36,10 @@ for stdin) has one item a line, as POST /v1/batches takes them, e.g.
 
 A check is an exit_code (default 0) and either stdout (exact, or with
 "trim": true after trimming trailing whitespace) or a test program run
-after the solution in the same kernel (Python, JavaScript, TypeScript).
+after the solution in the same sandbox: in the same kernel for Python,
+JavaScript and TypeScript; appended to the solution for C, C++ (the test
+has main), Rust (#[test]s) and Java (main or JUnit @Test); a _test.go
+beside it for Go.
 At most 5000 items. Results are written as JSON lines as items finish
 (-o FILE, default stdout); the summary goes to stderr. The exit status is
 0 when every item passed, 1 when any failed.

@@ -7,6 +7,8 @@ package batch
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -63,10 +65,11 @@ type Check struct {
 	Stdout *string `json:"stdout,omitempty"`
 	Trim   bool    `json:"trim,omitempty"`
 	// Test is a test program run after the solution in the same sandbox
-	// (assert-style, as HumanEval and MBPP): for a REPL language
-	// (Python, JavaScript, TypeScript) in the same kernel, after the
-	// solution's code. A failed assertion is a wrong answer, another
-	// error a runtime error.
+	// (assert-style, as HumanEval, MBPP and HumanEval-X): for a REPL
+	// language (Python, JavaScript, TypeScript) in the same kernel, after
+	// the solution's code; for a compiled language as Program says. A
+	// failed assertion or test is a wrong answer, another error a runtime
+	// error.
 	Test string `json:"test,omitempty"`
 }
 
@@ -113,7 +116,7 @@ func Validate(i int, it Item) error {
 	if it.Check.Stdout != nil && it.Check.Test != "" {
 		return kiln.Errorf(kiln.Invalid, "%s: a check has either stdout or test, not both", name)
 	}
-	if it.Check.Test != "" && l.Kind != lang.REPL {
+	if it.Check.Test != "" && !slices.Contains(TestLanguages(), l.Name) {
 		return kiln.Errorf(kiln.Invalid, "%s: a test program is supported for %s; for %s, check stdout or the exit code",
 			name, strings.Join(TestLanguages(), ", "), l.Name)
 	}
@@ -121,25 +124,16 @@ func Validate(i int, it Item) error {
 }
 
 // TestLanguages are the languages whose items may carry a test program:
-// those that run in a kernel, where the test runs after the solution.
+// those that run in a kernel, where the test runs after the solution,
+// and the compiled languages that Program joins a test to.
 func TestLanguages() []string {
 	var out []string
 	for _, l := range lang.All() {
-		if l.Kind == lang.REPL && l.RunsOneShot {
+		if l.Kind == lang.REPL && l.RunsOneShot || joined[l.Name] != nil {
 			out = append(out, l.Name)
 		}
 	}
 	return out
-}
-
-// Code is the code to run for the item: the solution, then its test
-// program in the same kernel. A blank line and a newline keep them apart
-// whatever the solution ends with.
-func Code(it Item) string {
-	if it.Check.Test == "" {
-		return it.Code
-	}
-	return strings.TrimRight(it.Code, "\n") + "\n\n" + it.Check.Test
 }
 
 // Judge decides an item from its run's result.
@@ -163,13 +157,12 @@ func Judge(c Check, res kiln.CellResult) Verdict {
 	}
 	got := exitCode(res)
 	if got != want {
-		// A failed assertion of the test program is a wrong answer; any
-		// other failure is the program's own.
-		if c.Test != "" && res.Error != nil && res.Error.Name == "AssertionError" {
-			if m := firstLine(res.Error.Message); m != "" {
-				return fail(WrongAnswer, "assertion failed: "+m)
+		// A failed assertion or test of the test program is a wrong
+		// answer; any other failure is the program's own.
+		if c.Test != "" {
+			if why, ok := failedCheck(res); ok {
+				return fail(WrongAnswer, why)
 			}
-			return fail(WrongAnswer, "assertion failed")
 		}
 		// A program that exits with another status than the one asked
 		// for answered wrongly; a crash when success was expected is a
@@ -192,6 +185,38 @@ func Judge(c Check, res kiln.CellResult) Verdict {
 }
 
 func fail(r Reason, detail string) Verdict { return Verdict{Reason: r, Detail: detail} }
+
+// assertionLine finds a failed assertion in a compiled test program's
+// stderr: C's assert ("Assertion `f(2) == 4' failed."), Rust's assert!
+// and assert_eq! panics ("assertion failed", "assertion `left == right`
+// failed"), Java's AssertionError and JUnit 5's AssertionFailedError.
+var assertionLine = regexp.MustCompile(`(?m)^.*(?:\b[Aa]ssertion\b.*\bfailed\b|AssertionError|AssertionFailedError).*$`)
+
+// failedCheck says which check of a test program failed: a kernel's
+// AssertionError, a test that the runner reported failed (go test, Rust's
+// harness, JUnit), or an assertion in a compiled program's stderr.
+func failedCheck(res kiln.CellResult) (string, bool) {
+	if res.Error != nil && res.Error.Name == "AssertionError" {
+		if m := firstLine(res.Error.Message); m != "" {
+			return "assertion failed: " + m, true
+		}
+		return "assertion failed", true
+	}
+	if res.Tests != nil && res.Tests.Failed > 0 {
+		for _, tc := range res.Tests.Cases {
+			if tc.Status == "failed" {
+				if m := firstLine(tc.Message); m != "" {
+					return fmt.Sprintf("test %s failed: %s", cut(tc.Name, 200), m), true
+				}
+				return fmt.Sprintf("test %s failed", cut(tc.Name, 200)), true
+			}
+		}
+	}
+	if m := assertionLine.FindString(res.Stderr); m != "" {
+		return "assertion failed: " + firstLine(m), true
+	}
+	return "", false
+}
 
 // exitCode is the run's status as a number: its exit code, else 1 for an
 // error (a kernel's exception), else 0.

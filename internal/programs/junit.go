@@ -47,8 +47,9 @@ func junitClasspath() string {
 	return strings.Join(cp, ":")
 }
 
-// junitInstalled says how to install JUnit when it is missing.
-func junitInstalled() error {
+// JUnitInstalled says how to install JUnit when it is missing: nil when
+// Java tests can run here.
+func JUnitInstalled() error {
 	if _, err := os.Stat(junitLauncher); err != nil {
 		return kiln.Errorf(kiln.Unsupported, "Java tests need JUnit, which is not installed on this host: "+
 			"install the Debian packages junit4 and junit5 (kiln's scripts/deps does)")
@@ -82,14 +83,17 @@ func javaTests(src []byte, file string, asked bool) (bool, []kiln.Diagnostic) {
 // on the class path, whether it runs as tests or its main runs.
 func usesJUnit(src []byte) bool { return strings.Contains(string(src), "org.junit") }
 
-// junitRun is the console launcher's command for j's test class: its
-// reports go to j.reports.
+// junitRun is the console launcher's command for j's tests: every class
+// of the build with tests, whatever its name (a test class beside the
+// entry's public class too); none is a failure, not a pass. Its reports
+// go to j.reports.
 func junitRun(j *job) step {
 	argv := append([]string{path.Join(path.Dir(j.l.Binary), "java")}, jvm(j)...)
 	return step{argv: append(argv, "-XX:MaxRAMPercentage=50",
 		"-Dfile.encoding=UTF-8", "-Dsun.stdout.encoding=UTF-8", "-Dsun.stderr.encoding=UTF-8",
 		"-jar", junitLauncher, "--disable-banner", "--disable-ansi-colors", "--details=tree",
-		"--class-path", j.out+":"+junitClasspath(), "--select-class", j.class, "--reports-dir", j.reports)}
+		"--class-path", j.out+":"+junitClasspath(), "--scan-classpath", j.out, "--include-classname", ".*",
+		"--fail-if-no-tests", "--reports-dir", j.reports)}
 }
 
 // newReportsDir names a fresh directory for one test run's reports.

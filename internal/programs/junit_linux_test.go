@@ -16,7 +16,7 @@ import (
 func needJUnit(t *testing.T) {
 	t.Helper()
 	needLanguage(t, "java")
-	if err := junitInstalled(); err != nil {
+	if err := JUnitInstalled(); err != nil {
 		t.Skip(kiln.Message(err))
 	}
 }

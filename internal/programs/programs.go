@@ -186,7 +186,7 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 		j.test, j.notes = true, nil
 	}
 	if j.test && j.is(Java) {
-		if err := junitInstalled(); err != nil {
+		if err := JUnitInstalled(); err != nil {
 			return Result{}, err
 		}
 		j.reports = newReportsDir(area)

@@ -127,12 +127,13 @@ func (s *Service) checkItem(u kiln.User, i int, it batch.Item) error {
 }
 
 func itemRun(it batch.Item) RunRequest {
-	r := RunRequest{Language: it.Language, Code: batch.Code(it), Args: it.Args, Stdin: []byte(it.Stdin), Limits: it.Limits, Name: it.FileName, BuildOptions: it.BuildOptions,
-		Packages: it.Packages, PackageManager: it.PackageManager}
+	p := batch.ProgramOf(it)
+	r := RunRequest{Language: it.Language, Code: p.Code, Args: it.Args, Stdin: []byte(it.Stdin), Limits: it.Limits, Name: p.Name, BuildOptions: it.BuildOptions,
+		Test: p.Test, Packages: it.Packages, PackageManager: it.PackageManager}
 	if it.Network != nil {
 		r.Network = *it.Network
 	}
-	for _, f := range it.Files {
+	for _, f := range p.Files {
 		r.Files = append(r.Files, File{Path: f.Path, Data: f.Content, Mode: f.Mode})
 	}
 	return r

@@ -32,7 +32,7 @@ func TestBatchThroughput(t *testing.T) {
 	conc := ts.cfg.UserConcurrency
 	dir := t.TempDir()
 	for i, it := range items {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.py", i)), []byte(batch.Code(it)+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.py", i)), []byte(batch.ProgramOf(it).Code+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

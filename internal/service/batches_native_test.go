@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
+	"github.com/kiln-dev/kiln/internal/programs"
 	"github.com/kiln-dev/kiln/internal/store"
 	"github.com/kiln-dev/kiln/internal/store/sqlite"
 	"github.com/kiln-dev/kiln/internal/workspace"
@@ -103,6 +105,13 @@ func generatedBatch() []genItem {
 	add(batch.Item{Language: "rust", Code: "fn main() { println!(\"{}\", 6 * 7); }\n", Check: stdout("42\n")}, true, "")
 	add(batch.Item{Language: "rust", Code: "fn main() { let v: Vec<i32> = vec![]; println!(\"{}\", v[1]); }\n", Check: stdout("")}, false, batch.RuntimeError)
 	add(batch.Item{Language: "rust", Code: "fn main() { let x: i32 = \"no\"; }\n", Check: stdout("")}, false, batch.CompileError)
+	// Test programs of compiled languages (batch.ProgramOf).
+	add(batch.Item{Language: "go", Code: "func Add(a, b int) int { return a + b }\n",
+		Check: batch.Check{Test: "import \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"Add(2, 3) != 5\")\n\t}\n}\n"}}, true, "")
+	add(batch.Item{Language: "rust", Code: "fn add(a: i32, b: i32) -> i32 { a - b }\n\nfn main() {}\n",
+		Check: batch.Check{Test: "#[test]\nfn adds() { assert_eq!(add(2, 3), 5); }\n"}}, false, batch.WrongAnswer)
+	add(batch.Item{Language: "cpp", Code: "int add(int a, int b) { return a + b; }\n",
+		Check: batch.Check{Test: "#include <cassert>\nint main() { assert(add(2, 3) == 5); }\n"}}, true, "")
 	return out
 }
 
@@ -230,5 +239,80 @@ func TestBatchResumesAfterRestartNative(t *testing.T) {
 			t.Fatalf("the batch did not finish after the restart: %+v", b)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestBatchCompiledTestPrograms: an item's test program in a compiled
+// language runs after its solution in the item's sandbox, joined as
+// HumanEval-X joins them (batch.ProgramOf): C and C++ asserts in the
+// test's main, Rust #[test]s, Go Test functions in a _test.go beside the
+// solution, Java's main throwing AssertionError and JUnit @Test methods.
+// A right solution passes; a wrong one is a wrong answer naming the
+// failed check; a crash is a runtime error; a solution with its own main
+// beside a C test's is a compile error.
+func TestBatchCompiledTestPrograms(t *testing.T) {
+	ts := newNativeService(t, Config{Workspaces: "tmpfs"})
+	for _, name := range []string{"c", "cpp", "rust", "go", "java"} {
+		l, err := lang.Lookup(name)
+		if err != nil || l.Available() != nil {
+			t.Skipf("needs the %s runtime (scripts/deps installs it)", name)
+		}
+	}
+	u := ts.user(t, "judge", true)
+	type want struct {
+		passed bool
+		reason batch.Reason
+		detail string // in the verdict's detail
+	}
+	cases := []struct {
+		item batch.Item
+		want want
+	}{}
+	add := func(language, code, test string, w want) {
+		cases = append(cases, struct {
+			item batch.Item
+			want want
+		}{batch.Item{ID: fmt.Sprintf("%s-%d", language, len(cases)), Language: language, Code: code, Check: batch.Check{Test: test}}, w})
+	}
+	cTest := "#include <assert.h>\nint main(void) { assert(twice(2) == 4); assert(twice(5) == 10); return 0; }\n"
+	add("c", "int twice(int x) { return 2 * x; }\n", cTest, want{true, "", ""})
+	add("c", "int twice(int x) { return x + 2; }\n", cTest, want{false, batch.WrongAnswer, "twice(5) == 10"})
+	add("c", "int twice(int x) { return 2 * x; }\nint main(void) { return 0; }\n", cTest, want{false, batch.CompileError, "main"})
+	cppTest := "#include <cassert>\n#include <vector>\nint main() { std::vector<int> v{1, 2}; assert(twice(v[1]) == 4); }\n"
+	add("cpp", "int twice(int x) { return 2 * x; }\n", cppTest, want{true, "", ""})
+	add("cpp", "int twice(int x) { return x * x * x; }\n", cppTest, want{false, batch.WrongAnswer, "twice(v[1]) == 4"})
+	add("cpp", "int twice(int x) { int *p = nullptr; return *p + x; }\n", cppTest, want{false, batch.RuntimeError, ""})
+	rsTest := "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn doubles() { assert_eq!(twice(21), 42); }\n}\n"
+	add("rust", "fn twice(x: i32) -> i32 { 2 * x }\n\nfn main() {}\n", rsTest, want{true, "", ""})
+	add("rust", "fn twice(x: i32) -> i32 { x + 2 }\n\nfn main() { println!(\"main has a body\"); }\n", rsTest, want{false, batch.WrongAnswer, "tests::doubles"})
+	goTest := "import \"testing\"\n\nfunc TestTwice(t *testing.T) {\n\tif got := Twice(21); got != 42 {\n\t\tt.Fatalf(\"Twice(21) = %d, want 42\", got)\n\t}\n}\n"
+	add("go", "func Twice(x int) int { return 2 * x }\n", goTest, want{true, "", ""})
+	add("go", "package main\n\nfunc Twice(x int) int { return x }\n\nfunc main() {}\n", goTest, want{false, batch.WrongAnswer, "Twice(21) = 21, want 42"})
+	javaTest := "public class Main {\n    public static void main(String[] args) {\n        if (new Solution().twice(21) != 42) throw new AssertionError(\"twice(21)\");\n    }\n}\n"
+	add("java", "import java.util.*;\n\npublic class Solution {\n    public int twice(int x) { return 2 * x; }\n}\n", javaTest, want{true, "", ""})
+	add("java", "class Solution {\n    int twice(int x) { return x; }\n}\n", javaTest, want{false, batch.WrongAnswer, "AssertionError"})
+	if programs.JUnitInstalled() == nil {
+		junit := "import org.junit.Test;\nimport static org.junit.Assert.assertEquals;\n\npublic class SolutionTest {\n    @Test public void doubles() { assertEquals(42, new Solution().twice(21)); }\n}\n"
+		add("java", "class Solution {\n    int twice(int x) { return 2 * x; }\n}\n", junit, want{true, "", ""})
+		add("java", "class Solution {\n    int twice(int x) { return x + 1; }\n}\n", junit, want{false, batch.WrongAnswer, "SolutionTest.doubles"})
+	}
+	items := make([]batch.Item, len(cases))
+	for i, c := range cases {
+		items[i] = c.item
+	}
+	_, w, err := ts.CreateBatch(ctxT(t, 10*time.Minute), u, BatchRequest{Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collectBatch(t, w)
+	for i, c := range cases {
+		r, ok := got[i]
+		switch {
+		case !ok:
+			t.Errorf("%s: no result", c.item.ID)
+		case r.Passed != c.want.passed || r.Reason != c.want.reason || !strings.Contains(r.Detail, c.want.detail):
+			t.Errorf("%s: passed=%v reason=%q detail %q; want passed=%v reason=%q detail with %q\nstdout %q\nstderr %q\nerror %+v",
+				c.item.ID, r.Passed, r.Reason, r.Detail, c.want.passed, c.want.reason, c.want.detail, r.Result.Stdout, r.Result.Stderr, r.Result.Error)
+		}
 	}
 }

@@ -109,7 +109,7 @@ func TestBatchRefusesBadItems(t *testing.T) {
 		{make([]batch.Item, batch.MaxItems+1), fmt.Sprint(batch.MaxItems)},
 		{[]batch.Item{{Language: "python", Code: "1"}, {Language: "cobol", Code: "x"}}, "item 1"},
 		{[]batch.Item{{Language: "python", Code: "  "}}, "item 0: the program is empty"},
-		{[]batch.Item{{Language: "c", Code: "int main(){}", Check: batch.Check{Test: "x"}}}, "test program"},
+		{[]batch.Item{{Language: "php", Code: "<?php echo 1;", Check: batch.Check{Test: "x"}}}, "test program"},
 	} {
 		_, _, err := ts.CreateBatch(context.Background(), u, BatchRequest{Items: tc.items})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
