@@ -34,6 +34,9 @@ func runAgent(config string) int {
 		fmt.Fprintf(os.Stderr, "kiln container agent: %v\n", err)
 		return 1
 	}
+	if conn, err := dialHost(); err != nil || conn != nil {
+		return serveHost(conn, err, cfg)
+	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kiln container agent: socketpair: %v\n", err)

@@ -6,14 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
@@ -23,7 +21,6 @@ import (
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/protocol"
-	"github.com/kiln-dev/kiln/internal/seccomp"
 )
 
 // Labels on everything the backend makes; List and reaping look for them
@@ -41,6 +38,10 @@ type Backend struct {
 	owner string // when set, labels what this backend makes, and List sees only that
 	mu    sync.Mutex
 	conns map[string]*agentclient.Client
+
+	sockOnce sync.Once // socketDir
+	sockDir  string
+	sockErr  error
 }
 
 // New connects to the engine named by the environment (DOCKER_HOST, else
@@ -95,8 +96,8 @@ func (b *Backend) labels(id string) map[string]string {
 // Close closes the engine's client.
 func (b *Backend) Close() error { return b.cli.Close() }
 
-// CreateSandbox creates and starts a container, attaches to its agent and
-// returns once the agent answers.
+// CreateSandbox creates and starts a container and returns once its
+// agent, connected to the socket the service binds into it, answers.
 func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backend.Sandbox, err error) {
 	if b.image == "" {
 		return backend.Sandbox{}, kiln.Errorf(kiln.SandboxError, "the Docker backend has no image: run kiln image build")
@@ -121,23 +122,36 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 	}
 	unisolated.Env = append(env, spec.Env...)
 	cfg, _ := json.Marshal(unisolated)
-	ws := mount.Mount{Type: mount.TypeVolume, Target: "/workspace",
-		VolumeOptions: &mount.VolumeOptions{Labels: b.labels(id)}}
-	if spec.HostDir != "" {
+	tmpfs := map[string]string{
+		"/tmp":     fmt.Sprintf("rw,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", lim.TmpBytes, lim.Inodes),
+		"/dev/shm": fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d", lim.TmpBytes),
+	}
+	var ws []mount.Mount
+	if spec.HostDir == "" {
+		// As natively: a size- and inode-limited tmpfs of the user's
+		// (a volume has no size limit, and costs its creation and removal).
+		tmpfs["/workspace"] = workspaceTmpfs(lim)
+	} else {
 		// The service's workspace outlives the container; the container's
 		// user must own it (the directory only: its files were made by the
 		// same uid).
 		if err := os.Lchown(spec.HostDir, UID, UID); err != nil {
 			return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot give the workspace to the sandbox's user")
 		}
-		ws = mount.Mount{Type: mount.TypeBind, Source: spec.HostDir, Target: "/workspace"}
+		ws = []mount.Mount{{Type: mount.TypeBind, Source: spec.HostDir, Target: "/workspace"}}
 	}
-	mounts := append([]mount.Mount{{Type: mount.TypeBind, Source: "/usr", Target: "/usr", ReadOnly: true}, ws}, egress...)
+	ln, agentMount, err := b.listenAgent(id)
+	if err != nil {
+		return backend.Sandbox{}, err
+	}
+	defer ln.Close()
+	mounts := append([]mount.Mount{{Type: mount.TypeBind, Source: "/usr", Target: "/usr", ReadOnly: true}, agentMount}, ws...)
+	mounts = append(mounts, egress...)
 	for _, m := range spec.Mounts { // checked by the caller (native.ResolveMount)
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: true})
 	}
 	pids := lim.Pids + 8 // the agent's own threads
-	profile, err := seccomp.Docker()
+	profile, err := dockerProfile()
 	if err != nil {
 		return backend.Sandbox{}, kiln.Wrap(kiln.Internal, err, "cannot make the seccomp profile")
 	}
@@ -145,28 +159,21 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 		Name:  "kiln-" + id,
 		Image: b.image,
 		Config: &container.Config{
-			Cmd:          []string{AgentArg, string(cfg)},
-			User:         fmt.Sprintf("%d:%d", UID, UID),
-			WorkingDir:   "/workspace",
-			Hostname:     "kiln",
-			Env:          []string{},
-			OpenStdin:    true,
-			StdinOnce:    true,
-			AttachStdin:  true,
-			AttachStdout: true,
-			AttachStderr: true,
-			Labels:       b.labels(id),
+			Cmd:        []string{AgentArg, string(cfg)},
+			User:       fmt.Sprintf("%d:%d", UID, UID),
+			WorkingDir: "/workspace",
+			Hostname:   "kiln",
+			Env:        []string{},
+			Labels:     b.labels(id),
 		},
 		HostConfig: &container.HostConfig{
 			NetworkMode:    "none",
 			ReadonlyRootfs: true,
 			CapDrop:        []string{"ALL"},
 			SecurityOpt:    []string{"no-new-privileges", "seccomp=" + string(profile)},
-			Tmpfs: map[string]string{
-				"/tmp":     fmt.Sprintf("rw,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", lim.TmpBytes, lim.Inodes),
-				"/dev/shm": fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d", lim.TmpBytes),
-			},
-			Mounts: mounts,
+			Tmpfs:          tmpfs,
+			Mounts:         mounts,
+			LogConfig:      agentLogConfig,
 			Resources: container.Resources{
 				Memory:     lim.MemoryBytes,
 				MemorySwap: lim.MemoryBytes, // swap off
@@ -183,21 +190,16 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 			b.remove(context.Background(), created.ID)
 		}
 	}()
-	att, err := b.cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	conn, err := b.startAgent(ctx, created.ID, ln)
 	if err != nil {
-		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot attach to the container")
-	}
-	conn := newAttachConn(att.HijackedResponse)
-	if _, err := b.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		conn.Close()
-		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot start the container")
+		return backend.Sandbox{}, err
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	c, err := agentclient.Dial(dctx, conn)
 	if err != nil {
 		conn.Close()
-		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, fmt.Errorf("%w; agent said: %s", err, conn.stderr()), "the agent failed to start")
+		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, fmt.Errorf("%w; agent said: %s", err, b.agentLog(created.ID)), "the agent failed to start")
 	}
 	b.mu.Lock()
 	b.conns[id] = c
@@ -221,9 +223,9 @@ func baseEnv() []string {
 	}
 }
 
-// Connect returns the client of the sandbox's agent. The attach stream is
-// the agent's stdin, which closes for good with the first client, so a
-// sandbox has one connection, made by CreateSandbox.
+// Connect returns the client of the sandbox's agent. The agent accepts
+// one connection, made by CreateSandbox (agent_socket_linux.go), so a
+// sandbox has one client.
 func (b *Backend) Connect(ctx context.Context, id string) (*agentclient.Client, error) {
 	b.mu.Lock()
 	c := b.conns[id]
@@ -288,43 +290,6 @@ func newID() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-// attachConn is the attach stream as the agent client's connection:
-// writes go to the agent's stdin, reads come from its stdout, demultiplexed
-// from the engine's framing; its stderr is kept for error messages.
-type attachConn struct {
-	hj     client.HijackedResponse
-	out    *io.PipeReader
-	errBuf limitedBuffer
-}
-
-func newAttachConn(hj client.HijackedResponse) *attachConn {
-	pr, pw := io.Pipe()
-	a := &attachConn{hj: hj, out: pr}
-	go func() {
-		_, err := stdcopy.StdCopy(pw, &a.errBuf, hj.Reader)
-		if err == nil {
-			err = io.EOF
-		}
-		pw.CloseWithError(err)
-	}()
-	return a
-}
-
-func (a *attachConn) Read(p []byte) (int, error)  { return a.out.Read(p) }
-func (a *attachConn) Write(p []byte) (int, error) { return a.hj.Conn.Write(p) }
-
-// Close ends the agent's stdin, which is how it learns to stop, then the
-// stream.
-func (a *attachConn) Close() error {
-	if cw, ok := a.hj.Conn.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-	}
-	a.out.Close()
-	return a.hj.Conn.Close()
-}
-
-func (a *attachConn) stderr() string { return a.errBuf.String() }
 
 // limitedBuffer keeps the first 8 KiB written to it.
 type limitedBuffer struct {

@@ -3,12 +3,16 @@
 package docker
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"os/exec"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/bench"
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
@@ -54,4 +58,44 @@ func TestBenchWarmCell(t *testing.T) {
 func median(d []time.Duration) time.Duration {
 	slices.Sort(d)
 	return d[len(d)/2]
+}
+
+// TestBenchBackends is kiln bench --backend docker at a small size on
+// this test binary's image: native and Docker side by side through the
+// service, against a plain container, and it checks issue 14's targets
+// (one-shot runs from the pool at least 10x faster than the plain
+// container; a pooled session within 2x of native). As root, with an
+// engine: go test -tags bench -run TestBenchBackends -v ./internal/backend/docker/
+func TestBenchBackends(t *testing.T) {
+	nb, err := native.New(native.Config{}, nil)
+	if err != nil {
+		t.Skipf("native backend: %v", err)
+	}
+	db := testBackend(t)
+	db.SetOwner("kiln-bench-test")
+	argv := []string{"/usr/bin/python3", "-c", "print(1)"}
+	o := bench.BackendsOptions{Runs: 7, Cells: 70, Throughput: 40, Concurrency: 8, PoolSize: 2,
+		PlainName: "the plain container through the Engine API",
+		Plain:     func(ctx context.Context) (string, error) { return db.PlainRun(ctx, argv) }}
+	if cli, err := exec.LookPath("docker"); err == nil {
+		o.PlainName = "docker run --rm --network none"
+		o.Plain = func(ctx context.Context) (string, error) {
+			out, err := exec.CommandContext(ctx, cli, "run", "--rm", "--network", "none", "-v", "/usr:/usr:ro", "--entrypoint", argv[0], db.Image(), argv[1], argv[2]).Output()
+			return string(out), err
+		}
+	}
+	r, err := bench.Backends(context.Background(), []bench.Named{{Name: "native", Engine: engine.New(nb, nil)}, {Name: "docker", Engine: engine.New(db, nil)}}, o, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	r.Print(&out)
+	t.Log("\n" + out.String())
+	native, dock := r.Backends[0], r.Backends[1]
+	if x := float64(r.Plain.Median) / float64(dock.RunPooled.Median); x < 10 {
+		t.Errorf("a one-shot run from Docker's pool is %.1fx faster than a plain container; want at least 10x", x)
+	}
+	if x := float64(dock.ReadyPooled.Median) / float64(native.ReadyPooled.Median); x > 2 {
+		t.Errorf("a pooled Docker session (create + first 1+1) is %.2fx native's; want at most 2x", x)
+	}
 }
