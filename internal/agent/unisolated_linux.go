@@ -106,9 +106,11 @@ func (a *Agent) newPlainSpare() (*spare, error) {
 			return err
 		}
 		pid, done, err := a.reaper.start(func() (int, error) {
-			return syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
-				Dir: req.Dir, Env: req.Env, Files: files,
-				Sys: &syscall.SysProcAttr{Setsid: true},
+			return withUserOOMScore(func() (int, error) {
+				return syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
+					Dir: req.Dir, Env: req.Env, Files: files,
+					Sys: &syscall.SysProcAttr{Setsid: true},
+				})
 			})
 		})
 		if err != nil {

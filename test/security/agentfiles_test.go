@@ -64,17 +64,17 @@ func TestAgentFileOpsOnFIFO(t *testing.T) {
 	const budget = 2 * time.Second
 	for _, op := range []struct {
 		name string
-		do   func(ctx context.Context, sb *native.Sandbox) error
+		do   func(ctx context.Context, sb *box) error
 	}{
-		{"ReadFile", func(ctx context.Context, sb *native.Sandbox) error {
+		{"ReadFile", func(ctx context.Context, sb *box) error {
 			_, err := sb.Agent.ReadFile(ctx, "planted.fifo", 1<<20)
 			return err
 		}},
-		{"List", func(ctx context.Context, sb *native.Sandbox) error {
+		{"List", func(ctx context.Context, sb *box) error {
 			_, err := sb.Agent.List(ctx, "planted.fifo")
 			return err
 		}},
-		{"WriteFile", func(ctx context.Context, sb *native.Sandbox) error {
+		{"WriteFile", func(ctx context.Context, sb *box) error {
 			return sb.Agent.WriteFile(ctx, "planted.fifo", []byte("x"), 0)
 		}},
 	} {

@@ -68,6 +68,15 @@ def square(x):
 if __name__ == "__main__":
     with multiprocessing.Pool(2) as pool:
         print("pool", pool.map(square, [1, 2, 3]))
+        # Let the workers finish before the with block ends, as users do:
+        # its exit is Pool.terminate, which relies on SIGTERM killing the
+        # workers, and these forked workers inherited the TERM handler
+        # above, which does not exit. A worker still waiting for the
+        # queue lock that terminate holds then never ends, and terminate
+        # waits for it for ever: so on any Linux, not only in kiln (seen
+        # in about a quarter of runs on a loaded host).
+        pool.close()
+        pool.join()
 `
 
 const compatNode = `
@@ -161,7 +170,7 @@ func TestCompatibility(t *testing.T) {
 			"workspace saved /workspace",
 			"dev 0 32",
 			"nproc ok",
-			"id 1000 user user",
+			"id " + sandboxUID + " user user",
 		}, false},
 	} {
 		t.Run(tc.language, func(t *testing.T) {

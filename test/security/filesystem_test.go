@@ -293,7 +293,7 @@ print(json.dumps({d: sorted(os.listdir(d)) for d in ("/", "/etc", "/dev", "/dev/
 // it exits (from /proc, before it is reaped): they must stay the user's.
 func TestSetuidBinariesDoNotElevate(t *testing.T) {
 	env(t)
-	res := attack(t, "python", py(`
+	res := attack(t, "python", py(strings.ReplaceAll(`
 import stat, subprocess, time
 found = []
 for top in ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/libexec"):
@@ -343,12 +343,12 @@ for p in sorted(found):
     proc.stdin.close()
     proc.wait()
     for s in seen:
-        if s not in ("Uid: 1000 1000 1000 1000", "Gid: 1000 1000 1000 1000"):
+        if s not in ("Uid: UID UID UID UID", "Gid: UID UID UID UID"):
             bad.append((p, s))
 print("ran", len(ran) > 0)
 print("elevated", bad)
 print("euid", os.geteuid())
-`), kiln.Limits{Timeout: 60 * time.Second})
+`, "UID", sandboxUID)), kiln.Limits{Timeout: 60 * time.Second})
 	// The host's own setuid binaries are what the sandbox sees in /usr.
 	var n int
 	for _, top := range []string{"/usr/bin", "/usr/sbin", "/usr/lib", "/usr/libexec"} {
@@ -364,7 +364,7 @@ print("euid", os.geteuid())
 	if n == 0 {
 		t.Log("this host has no setuid or setgid binaries under /usr; the case proves little here")
 	}
-	expectLines(t, res, "setuid files "+itoa(n), "ran "+pyBool(n > 0), "elevated []", "euid 1000")
+	expectLines(t, res, "setuid files "+itoa(n), "ran "+pyBool(n > 0), "elevated []", "euid "+sandboxUID)
 
 	t.Run("su", func(t *testing.T) {
 		if _, err := os.Stat("/usr/bin/su"); err != nil {
@@ -374,8 +374,8 @@ print("euid", os.geteuid())
 		if strings.Contains(res.Stdout, "\n0\n") || strings.HasPrefix(res.Stdout, "0\n") {
 			t.Errorf("su gave the sandbox uid 0:\n%v", res)
 		}
-		if !strings.HasSuffix(res.Stdout, "1000\n") || strings.Contains(res.Stdout, "su exit 0") {
-			t.Errorf("su must fail and the user stay 1000:\n%v", res)
+		if !strings.HasSuffix(res.Stdout, "\n"+sandboxUID+"\n") || strings.Contains(res.Stdout, "su exit 0") {
+			t.Errorf("su must fail and the user stay %s:\n%v", sandboxUID, res)
 		}
 	})
 }

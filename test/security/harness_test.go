@@ -55,7 +55,8 @@ const skipNoRoot = "security suite needs root (sandboxes map to their own host u
 // suite is the state every test shares: one backend and engine, as a
 // service would have, and what the host looked like before any sandbox ran.
 type suite struct {
-	backend *native.Backend
+	backend *native.Backend // nil on Docker
+	docker  *dockerSuite    // nil on native
 	engine  *engine.Engine
 	cg      *cgroups.Host
 
@@ -95,6 +96,9 @@ func runSuite(m *testing.M) int {
 	} else {
 		theSuite = s
 		defer s.removeCanaries()
+		if s.docker != nil {
+			defer s.docker.close()
+		}
 	}
 	return m.Run()
 }
@@ -135,11 +139,23 @@ func newSuite() (*suite, error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if s.backend, err = native.New(native.Config{}, log); err != nil {
+	switch name := os.Getenv(backendEnv); name {
+	case "", "native":
+		if s.backend, err = native.New(native.Config{}, log); err != nil {
+			s.removeCanaries()
+			return nil, fmt.Errorf("native backend: %w", err)
+		}
+		s.engine = engine.New(s.backend, log)
+	case "docker":
+		if s.docker, err = newDockerSuite(); err != nil {
+			s.removeCanaries()
+			return nil, fmt.Errorf("docker backend: %w", err)
+		}
+		s.engine = engine.New(s.docker.b, log)
+	default:
 		s.removeCanaries()
-		return nil, fmt.Errorf("native backend: %w", err)
+		return nil, fmt.Errorf("%s=%q: allowed are native (the default) and docker", backendEnv, name)
 	}
-	s.engine = engine.New(s.backend, log)
 	if s.cg, err = cgroups.Detect(); err != nil {
 		s.removeCanaries()
 		return nil, fmt.Errorf("detect cgroups: %w", err)
@@ -152,7 +168,7 @@ func newSuite() (*suite, error) {
 	}
 	s.baseline = map[string]bool{}
 	for _, l := range left {
-		if l.owner == 0 {
+		if l.owner == 0 && l.foreign == "" {
 			fmt.Fprintf(os.Stderr, "security suite: already on the host before any test, ignored: %s\n", l.what)
 			s.baseline[l.what] = true
 		}
@@ -446,6 +462,8 @@ func (s *suite) checkNothingLeft(t *testing.T, after string) {
 		for _, l := range all {
 			switch {
 			case s.baseline[l.what]:
+			case l.foreign != "":
+				foreign = append(foreign, l.what+" ("+l.foreign+")")
 			case l.owner == serviceOwner:
 				foreign = append(foreign, l.what+" (a kiln service's session workspace)")
 			case l.owner != 0 && l.owner != os.Getpid():
@@ -475,14 +493,20 @@ func (s *suite) checkNothingLeft(t *testing.T, after string) {
 // leftover is one trace of a sandbox on the host. owner is the host pid of
 // the process that created the sandbox, when it can be told, else 0.
 type leftover struct {
-	what  string
-	owner int
+	what    string
+	owner   int
+	foreign string // Docker: whose it is when it is not the suite's
 }
 
 // leftovers lists what of any sandbox is on the host: processes in the
 // sandbox uid range, mounts of the runtime directory or of kiln's tmpfs,
-// cgroups under the root group, entries in the stage directory.
+// cgroups under the root group, entries in the stage directory. On
+// Docker: the suite's containers, volumes, processes, mounts and cgroups
+// (dockerSuite.leftovers).
 func (s *suite) leftovers() ([]leftover, error) {
+	if s.onDocker() {
+		return s.docker.leftovers()
+	}
 	procs, err := sandboxProcs(0, 0)
 	if err != nil {
 		return nil, err
@@ -493,7 +517,7 @@ func (s *suite) leftovers() ([]leftover, error) {
 		if _, err := readProc(p.pid); owner == 0 && err != nil {
 			continue // it exited while its parents were read: not left
 		}
-		left = append(left, leftover{p.String(), owner})
+		left = append(left, leftover{what: p.String(), owner: owner})
 	}
 	mounts, err := kilnMounts()
 	if err != nil {
@@ -504,21 +528,21 @@ func (s *suite) leftovers() ([]leftover, error) {
 		if serviceWorkspace(m) {
 			owner = serviceOwner
 		}
-		left = append(left, leftover{m, owner})
+		left = append(left, leftover{what: m, owner: owner})
 	}
 	ids, err := s.cg.Orphans()
 	if err != nil {
 		return nil, fmt.Errorf("list cgroups: %w", err)
 	}
 	for _, id := range ids {
-		left = append(left, leftover{"cgroup " + cgroupRoot + "/" + id, s.groupOwner(id)})
+		left = append(left, leftover{what: "cgroup " + cgroupRoot + "/" + id, owner: s.groupOwner(id)})
 	}
 	entries, err := os.ReadDir(filepath.Join(runtimeDir, "stage"))
 	if err != nil {
 		return nil, fmt.Errorf("read stage directory: %w", err)
 	}
 	for _, e := range entries {
-		left = append(left, leftover{"stage entry " + e.Name(), 0})
+		left = append(left, leftover{what: "stage entry " + e.Name()})
 	}
 	return left, nil
 }
@@ -731,18 +755,18 @@ func kilnMounts() ([]string, error) {
 // sandbox creates a sandbox directly with the suite's backend, for cases
 // that need more than one exec or a look from the host. Cleanup destroys
 // it, checks that it is gone, and runs the host checks.
-func (s *suite) sandbox(t *testing.T, spec native.Spec) *native.Sandbox {
+func (s *suite) sandbox(t *testing.T, spec native.Spec) *box {
 	t.Helper()
 	s.sandboxes.RLock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sb, err := s.backend.Create(ctx, spec)
+	sb, err := s.create(ctx, spec)
 	if err != nil {
 		s.sandboxes.RUnlock()
 		t.Fatalf("create sandbox: %v", err)
 	}
 	t.Cleanup(func() {
-		err := sb.Destroy(context.Background())
+		err := s.destroy(sb)
 		s.sandboxes.RUnlock()
 		if err != nil {
 			t.Errorf("destroy sandbox %s: %v", sb.ID, err)
@@ -753,10 +777,33 @@ func (s *suite) sandbox(t *testing.T, spec native.Spec) *native.Sandbox {
 	return sb
 }
 
+// create makes a sandbox with the suite's backend.
+func (s *suite) create(ctx context.Context, spec native.Spec) (*box, error) {
+	if s.onDocker() {
+		return s.docker.create(ctx, spec)
+	}
+	sb, err := s.backend.Create(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return &box{ID: sb.ID, Agent: sb.Agent, InitPID: sb.InitPID, HostUID: sb.HostUID, UserUID: sb.HostUID + native.UserUID, native: sb}, nil
+}
+
+func (s *suite) destroy(b *box) error {
+	if s.onDocker() {
+		return s.docker.destroy(b)
+	}
+	return b.native.Destroy(context.Background())
+}
+
 // checkGone requires every trace of one destroyed sandbox to be gone: its
 // PID 1, every process in its uid range, its cgroups.
-func (s *suite) checkGone(t *testing.T, sb *native.Sandbox) {
+func (s *suite) checkGone(t *testing.T, sb *box) {
 	t.Helper()
+	if s.onDocker() {
+		s.checkGoneDocker(t, sb)
+		return
+	}
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", sb.InitPID)); err == nil {
 		if p, err := readProc(sb.InitPID); err == nil && p.uids[0] == sb.HostUID {
 			t.Errorf("sandbox %s: its PID 1 (host pid %d) still runs after Destroy", sb.ID, sb.InitPID)
@@ -779,9 +826,12 @@ func (s *suite) checkGone(t *testing.T, sb *native.Sandbox) {
 }
 
 // userProcs lists the host processes running as sb's user.
-func userProcs(t *testing.T, sb *native.Sandbox) []hostProc {
+func userProcs(t *testing.T, sb *box) []hostProc {
 	t.Helper()
-	uid := sb.HostUID + native.UserUID
+	if sb.cid != "" {
+		return dockerUserProcs(t, sb)
+	}
+	uid := sb.UserUID
 	procs, err := sandboxProcs(uid, uid+1)
 	if err != nil {
 		t.Fatal(err)
@@ -791,7 +841,7 @@ func userProcs(t *testing.T, sb *native.Sandbox) []hostProc {
 
 // execIn runs argv in sb and returns its output and exit. It fails the
 // test if the agent could not run it.
-func execIn(t *testing.T, sb *native.Sandbox, timeout time.Duration, argv ...string) (string, string, protocol.ExitInfo) {
+func execIn(t *testing.T, sb *box, timeout time.Duration, argv ...string) (string, string, protocol.ExitInfo) {
 	t.Helper()
 	stdout, stderr, info, err := tryExec(sb, timeout, argv...)
 	if err != nil {
@@ -801,7 +851,7 @@ func execIn(t *testing.T, sb *native.Sandbox, timeout time.Duration, argv ...str
 }
 
 // tryExec is execIn for goroutines other than the test's.
-func tryExec(sb *native.Sandbox, timeout time.Duration, argv ...string) (string, string, protocol.ExitInfo, error) {
+func tryExec(sb *box, timeout time.Duration, argv ...string) (string, string, protocol.ExitInfo, error) {
 	var stdout, stderr boundedBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+10*time.Second)
 	defer cancel()

@@ -58,7 +58,7 @@ func TestPosture(t *testing.T) {
 		_, _, _, err := tryExec(sb, 30*time.Second, "/bin/sleep", "30")
 		done <- err
 	}()
-	userUID := sb.HostUID + native.UserUID
+	userUID := sb.UserUID
 	var pid int
 	for deadline := time.Now().Add(5 * time.Second); pid == 0 && time.Now().Before(deadline); {
 		procs, err := sandboxProcs(userUID, userUID+1)
@@ -248,7 +248,7 @@ func TestPosture(t *testing.T) {
 		}
 	})
 
-	if err := sb.Destroy(t.Context()); err != nil {
+	if err := s.destroy(sb); err != nil {
 		t.Errorf("destroy: %v", err)
 	}
 	select {

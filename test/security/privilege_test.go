@@ -165,7 +165,7 @@ print("ids", os.getresuid(), os.getresgid(), os.getgroups())
 			"setgid 0 EPERM",
 			"setgroups 0 EPERM",
 			"setuid 65534 EPERM",
-			"ids (1000, 1000, 1000) (1000, 1000, 1000) []",
+			strings.ReplaceAll("ids (U, U, U) (U, U, U) []", "U", sandboxUID),
 		)
 	})
 	t.Run("node", func(t *testing.T) {
@@ -175,7 +175,7 @@ probe("setgid 0", () => process.setgid(0));
 probe("setgroups 0", () => process.setgroups([0]));
 console.log("ids", process.getuid(), process.geteuid(), process.getgid());
 `), quick)
-		expectLines(t, res, "setuid 0 EPERM", "setgid 0 EPERM", "setgroups 0 EPERM", "ids 1000 1000 1000")
+		expectLines(t, res, "setuid 0 EPERM", "setgid 0 EPERM", "setgroups 0 EPERM", "ids "+sandboxUID+" "+sandboxUID+" "+sandboxUID)
 	})
 }
 

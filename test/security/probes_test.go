@@ -79,6 +79,8 @@ func sh(code string) string { return shPrelude + code }
 // want, one line each.
 func expectLines(t *testing.T, res result, want ...string) {
 	t.Helper()
+	want, gaps := onDockerWant(t, want)
+	defer dockerGap(t, gaps...)
 	if diff := cmp.Diff(want, lines(res.Stdout)); diff != "" {
 		t.Errorf("output differs from what the sandbox must enforce (-want +got):\n%s\n%v", diff, res)
 		return
