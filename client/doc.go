@@ -29,6 +29,8 @@
 //	GET    /v1/sessions/{id}                Session
 //	DELETE /v1/sessions/{id}                ends it (204)
 //	PATCH  /v1/sessions/{id}                SessionUpdate -> Session (owner; renames it)
+//	GET    /v1/sessions/{id}/export         ?format=html -> the saved web notebook as one HTML file
+//	                                        (attachment; images inline, no script)
 //	POST   /v1/sessions/{id}/interrupt      stops the running cell (204)
 //	POST   /v1/sessions/{id}/restart        ?language= restarts kernels, keeps files (204)
 //	PUT    /v1/sessions/{id}/network        NetworkPolicy -> Session (owner; within the server's ceiling

@@ -161,8 +161,9 @@ func (s *Server) register() {
 	s.handle("POST /v1/sessions/{id}/executions", s.exec)
 	s.handle("GET /v1/sessions/{id}/executions", s.history)
 	s.handle("GET /v1/sessions/{id}/ws", s.websocket)
-	s.handle("GET /v1/sessions/{id}/terminal", s.terminal)    // terminal.go
-	s.handle("GET /v1/sessions/{id}/events", s.sessionEvents) // shares.go
+	s.handle("GET /v1/sessions/{id}/terminal", s.terminal)     // terminal.go
+	s.handle("GET /v1/sessions/{id}/events", s.sessionEvents)  // shares.go
+	s.handle("GET /v1/sessions/{id}/export", s.exportNotebook) // export.go
 	s.handle("GET /v1/sessions/{id}/shares", s.listShares)
 	s.handle("PUT /v1/sessions/{id}/shares/{user_id}", s.putShare)
 	s.handle("DELETE /v1/sessions/{id}/shares/{user_id}", s.deleteShare)

@@ -304,6 +304,7 @@ async function notebookScreen(id: string): Promise<void> {
     button("+ Code", () => nb.add("code"), { title: "add a code cell" }),
     button("+ Markdown", () => nb.add("markdown"), { title: "add a markdown cell" }),
     button("Export .ipynb", () => nb.exportIpynb(), { title: "download the notebook as a Jupyter notebook" }),
+    button("Export HTML", () => void nb.exportHTML().catch((e) => toast(e.message)), { title: "download the notebook as a standalone HTML file" }),
     button("Import .ipynb", () => ipynbInput.click(), { title: "add the cells of a Jupyter notebook" }),
     ipynbInput, nb.saveState);
   app.replaceChildren(header(h("span", { class: "crumb" }, session.name ? `${session.name} (${session.id})` : `session ${session.id}`), h("span", { class: "muted" }, ` ${session.status} · idle time-out ${formatTTL(session.idle_ttl_seconds)}`)),

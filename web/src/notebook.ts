@@ -513,6 +513,17 @@ export class Notebook {
     setTimeout(() => URL.revokeObjectURL(a.href), 60000);
   }
 
+  // exportHTML saves the notebook (a viewer's is already saved) and
+  // downloads the server's standalone HTML of it
+  // (GET /v1/sessions/{id}/export?format=html).
+  async exportHTML(): Promise<void> {
+    if (!this.readOnly) await this.save();
+    const a = h("a", { href: `/v1/sessions/${encodeURIComponent(this.session.id)}/export?format=html`, download: `kiln-${this.session.id}.html` });
+    document.body.append(a);
+    a.click();
+    a.remove();
+  }
+
   // importIpynb adds a Jupyter notebook's cells, with their outputs, at the end.
   importIpynb(src: string): number {
     const cells = fromIpynb(src, newID);
