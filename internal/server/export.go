@@ -115,9 +115,9 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
-var markdown = goldmark.New(goldmark.WithExtensions(extension.GFM)) // raw HTML and dangerous links are left out by default
+var exportMarkdown = goldmark.New(goldmark.WithExtensions(extension.GFM)) // raw HTML and dangerous links are left out by default
 
-var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+var ansiCodes = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
 
 type exportCell struct {
 	Markdown bool
@@ -143,7 +143,7 @@ func renderNotebook(id string, doc nbDoc, now time.Time) ([]byte, error) {
 	cells := make([]exportCell, 0, len(doc.Cells))
 	for _, c := range doc.Cells {
 		if c.Type == "markdown" {
-			cells = append(cells, exportCell{Markdown: true, HTML: md(c.Source)})
+			cells = append(cells, exportCell{Markdown: true, HTML: exportMD(c.Source)})
 			continue
 		}
 		head := c.Language
@@ -164,9 +164,9 @@ func renderNotebook(id string, doc nbDoc, now time.Time) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-func md(src string) template.HTML {
+func exportMD(src string) template.HTML {
 	var b bytes.Buffer
-	if err := markdown.Convert([]byte(src), &b); err != nil {
+	if err := exportMarkdown.Convert([]byte(src), &b); err != nil {
 		return template.HTML(template.HTMLEscapeString(src))
 	}
 	return template.HTML(b.String()) // goldmark without WithUnsafe: no raw HTML, no javascript: links
@@ -176,28 +176,28 @@ func exportOutput(o nbOut) exportOut {
 	switch o.Kind {
 	case "stream":
 		if o.Name == "stderr" {
-			return exportOut{Stderr: ansi.ReplaceAllString(o.Text, "")}
+			return exportOut{Stderr: ansiCodes.ReplaceAllString(o.Text, "")}
 		}
-		return exportOut{Stream: ansi.ReplaceAllString(o.Text, "")}
+		return exportOut{Stream: ansiCodes.ReplaceAllString(o.Text, "")}
 	case "error":
 		t := o.Name + ": " + o.Message
 		if len(o.Traceback) > 0 {
 			t += "\n" + strings.Join(o.Traceback, "\n")
 		}
-		return exportOut{Error: ansi.ReplaceAllString(t, "")}
+		return exportOut{Error: ansiCodes.ReplaceAllString(t, "")}
 	case "notice":
 		return exportOut{Notice: o.Text}
 	case "display":
-		return display(o.Data)
+		return exportDisplay(o.Data)
 	}
 	return exportOut{Notice: fmt.Sprintf("(an output of kind %q, not exported)", trunc(o.Kind, 40))}
 }
 
 var base64Text = regexp.MustCompile(`^[A-Za-z0-9+/]*={0,2}$`)
 
-// display picks the richest MIME type of a bundle, in the web notebook's
+// exportDisplay picks the richest MIME type of a bundle, in the web notebook's
 // order.
-func display(data map[string]any) exportOut {
+func exportDisplay(data map[string]any) exportOut {
 	text := func(m string) (string, bool) {
 		switch v := data[m].(type) {
 		case string:
@@ -229,7 +229,7 @@ func display(data map[string]any) exportOut {
 		}
 	}
 	if v, ok := text("text/markdown"); ok {
-		return exportOut{Markdown: md(v)}
+		return exportOut{Markdown: exportMD(v)}
 	}
 	for m, v := range data {
 		if m == "application/json" || strings.HasSuffix(m, "+json") {
@@ -241,7 +241,7 @@ func display(data map[string]any) exportOut {
 		}
 	}
 	if v, ok := text("text/plain"); ok {
-		return exportOut{Text: ansi.ReplaceAllString(v, "")}
+		return exportOut{Text: ansiCodes.ReplaceAllString(v, "")}
 	}
 	return exportOut{Notice: "(an output of a type the export does not show)"}
 }
