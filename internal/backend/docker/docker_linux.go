@@ -123,7 +123,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 	unisolated.Env = append(env, spec.Env...)
 	cfg, _ := json.Marshal(unisolated)
 	tmpfs := map[string]string{
-		"/tmp":     fmt.Sprintf("rw,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", lim.TmpBytes, lim.Inodes),
+		"/tmp":     fmt.Sprintf("rw,nosuid,nodev,exec,size=%d,nr_inodes=%d,mode=1777", lim.TmpBytes, lim.Inodes), // exec: the engine's default is noexec, and compiled languages run from /tmp/.kiln, as natively
 		"/dev/shm": fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d", lim.TmpBytes),
 	}
 	var ws []mount.Mount
