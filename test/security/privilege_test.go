@@ -230,6 +230,13 @@ print("pid 1 visible", os.path.exists("/proc/1"))
 func TestKillAllFromUserCode(t *testing.T) {
 	s := env(t)
 	sb := s.sandbox(t, native.Spec{})
+	if s.onDocker() {
+		// The host checks of the sandbox's cleanup still run: the engine
+		// and the service stay healthy, nothing is left.
+		out, _, info, err := tryExec(sb, 5*time.Second, "/bin/bash", "-c", "sleep 30 & kill -9 -1; wait; echo survived")
+		t.Logf("kill -9 -1 from user code: output %q, %+v, %v", out, info, err)
+		dockerGap(t, "user code runs as the agent's uid in a container, so its kill(-1) kills the agent and ends the sandbox (natively the agent is another uid and out of reach)")
+	}
 	out, stderr, info := execIn(t, sb, 5*time.Second, "/usr/bin/python3", "-c", `
 import errno, os, signal, time
 for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGSTOP):
@@ -360,6 +367,7 @@ print("x32 openat returned", libc.syscall(ctypes.c_long(0x40000000 | 257), ctype
 // a kiln stage process, let alone open one.
 func TestProcExeRaceDuringSpawn(t *testing.T) {
 	s := env(t)
+	skipOnDocker(t, s, "there is no spawn stage to race: between fork and exec a new process is the agent's binary, which in a container is /kiln of the read-only image, readable at /kiln anyway and writable by no one; the host's binary is not in the container")
 	sb := s.sandbox(t, native.Spec{})
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -454,11 +462,19 @@ func TestAgentSurvivesBombs(t *testing.T) {
 	s := env(t)
 	sb := s.sandbox(t, native.Spec{Limits: kiln.Limits{MemoryBytes: 64 * kiln.MiB, Pids: 32}})
 	_, _, info := execIn(t, sb, 10*time.Second, "/usr/bin/python3", "-c", "a = []\nwhile True: a.append(b'x' * (1 << 20))")
-	if !info.OOMKilled {
+	switch {
+	case s.onDocker():
+		// The container's cgroup enforces the limits, but the agent in a
+		// container has no cgroup handles to report them per execution
+		// (Capabilities.Limits is false): the OOM killer's SIGKILL shows.
+		if info.Signal != "SIGKILL" || info.TimedOut {
+			t.Errorf("memory bomb: %+v, want it killed (SIGKILL) at the memory limit", info)
+		}
+	case !info.OOMKilled:
 		t.Errorf("memory bomb: %+v, want it killed at the memory limit", info)
 	}
 	_, _, info = execIn(t, sb, 2*time.Second, "/usr/bin/python3", "-c", "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass")
-	if !info.PidsLimited || !info.TimedOut {
+	if !info.TimedOut || !info.PidsLimited && !s.onDocker() {
 		t.Errorf("fork bomb: %+v, want it to hit the pids limit and be stopped at the timeout", info)
 	}
 	out, _, info := execIn(t, sb, 5*time.Second, "/bin/echo", "still serving")

@@ -41,7 +41,11 @@ func TestHarnessSeesProblems(t *testing.T) {
 			t.Errorf("after undoing the change the canary check still says %q", got)
 		}
 	})
+	if s.onDocker() {
+		t.Run("docker", func(t *testing.T) { s.dockerSelfCheck(t) })
+	}
 	t.Run("process", func(t *testing.T) {
+		skipOnDocker(t, s, nativeLeftovers)
 		// A process as a uid of the last slot, which nothing else uses.
 		uid := uint32(uidBase + (slotCount-1)*uidsPerSlot + 1000)
 		cmd := exec.Command("/bin/sleep", "30")
@@ -62,6 +66,7 @@ func TestHarnessSeesProblems(t *testing.T) {
 		}
 	})
 	t.Run("cgroup", func(t *testing.T) {
+		skipOnDocker(t, s, nativeLeftovers)
 		id := "kiln-security-selfcheck-" + randomHex(4)
 		g, err := s.cg.Create(id, cgroups.Limits{MemoryBytes: 64 << 20, Pids: 16}, cgroups.DefaultAgentLimits())
 		if err != nil {
@@ -83,6 +88,7 @@ func TestHarnessSeesProblems(t *testing.T) {
 	// sandbox that a kiln process on this host is making or tearing down)
 	// is that process's, not the suite's leftover.
 	t.Run("cgroup of another process", func(t *testing.T) {
+		skipOnDocker(t, s, nativeLeftovers)
 		id := "kiln-security-selfcheck-" + randomHex(4)
 		live := filepath.Join(runtimeDir, "live", id)
 		if err := os.MkdirAll(filepath.Dir(live), 0o700); err != nil {
@@ -114,6 +120,7 @@ func TestHarnessSeesProblems(t *testing.T) {
 // leftover; a kiln tmpfs mounted anywhere else is.
 func TestHarnessIgnoresServiceWorkspaces(t *testing.T) {
 	s := env(t)
+	skipOnDocker(t, s, "a service's tmpfs workspace is a native kiln serve's; the Docker leftover check does not look at kiln's tmpfs mounts")
 	dir := t.TempDir()
 	for _, tt := range []struct {
 		path    string
