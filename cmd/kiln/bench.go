@@ -8,10 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/kiln-dev/kiln/internal/backend/native"
 	"github.com/kiln-dev/kiln/internal/bench"
 	"github.com/kiln-dev/kiln/internal/engine"
+	"github.com/kiln-dev/kiln/internal/workspace"
 )
 
 const benchUsage = `Usage: kiln bench [flags]
@@ -44,6 +47,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&backendName, "backend", "native", "native (kiln's own figures), or docker (native and Docker side by side, with a plain docker run as baseline)")
 	conc := fs.Int("concurrency", 8, "with --backend docker: clients at once in the throughput figure")
 	poolSize := fs.Int("pool", 4, "with --backend docker: the warm pool's size, and the one-shot pool's per language")
+	density := fs.String("density", "", "instead of the rest, open idle Python sessions via HTTP up to each of these counts (e.g. 10,100,1000) and measure host memory per session and a warm cell in a random one")
+	densityWS := fs.String("density-workspaces", "", "the density sessions' workspaces: disk (the service's default) or tmpfs")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -70,6 +75,23 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	e := engine.New(b, log)
+	if *density != "" {
+		steps, err := parseSteps(*density)
+		if err != nil {
+			return err
+		}
+		var kind workspace.Kind
+		if *densityWS != "" {
+			if kind, err = workspace.ParseKind(*densityWS); err != nil {
+				return fmt.Errorf("--density-workspaces: %w", err)
+			}
+		}
+		dr, err := bench.Density(ctx, e, bench.DensityOptions{Steps: steps, Cells: o.Runs * 10, Workspaces: kind, Log: log}, stderr)
+		if dr != nil {
+			dr.Print(stdout)
+		}
+		return err
+	}
 	r, err := bench.Run(ctx, e, o, stderr)
 	if err != nil {
 		return err
@@ -92,4 +114,17 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		vr.Print(stdout)
 	}
 	return nil
+}
+
+// parseSteps reads --density: ascending session counts, comma-separated.
+func parseSteps(s string) ([]int, error) {
+	var steps []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || (len(steps) > 0 && n <= steps[len(steps)-1]) {
+			return nil, fmt.Errorf("--density %q: want ascending session counts of at least 1, comma-separated, like 10,100,1000", s)
+		}
+		steps = append(steps, n)
+	}
+	return steps, nil
 }
