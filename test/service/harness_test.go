@@ -40,8 +40,10 @@ type server struct {
 // workspaces) and waits until it listens.
 func start(t *testing.T, data string, extra ...string) *server {
 	t.Helper()
-	srv := testkiln.Start(t, testkiln.Options{Bin: kilnBin, Data: data, Args: append([]string{"--run-pool", "0"}, extra...)})
+	args := append(append([]string{"--run-pool", "0"}, backendArgs()...), extra...)
+	srv := testkiln.Start(t, testkiln.Options{Bin: kilnBin, Data: data, Args: args})
 	ourServers.Store(srv.Cmd.Process.Pid, true)
+	ourOwners.Store(data, true)
 	return &server{Server: srv, t: t, url: checkedProxy(t, srv.URL), key: srv.Key}
 }
 
@@ -116,6 +118,9 @@ func allSandboxProcs(t *testing.T) []sandboxProc {
 // counted.
 func sandboxProcesses(t *testing.T) []string {
 	t.Helper()
+	if onDocker {
+		return dockerSandboxes(t, false)
+	}
 	var out []string
 	for _, p := range allSandboxProcs(t) {
 		if _, ours := ourServers.Load(p.holder); p.holder == 0 || ours {

@@ -14,11 +14,18 @@ import (
 func TestOwnSandboxesOnly(t *testing.T) {
 	needRoot(t)
 	ctx := ctxT(t, 3*time.Minute)
-	other := start(t, dataDir(t), "--pool", "2")
+	otherData := dataDir(t)
+	other := start(t, otherData, "--pool", "2")
 	defer other.stop()
 	otherPid := other.Cmd.Process.Pid
 	ourServers.Delete(otherPid) // a server the tests did not start
-	pool := waitPool(t, otherPid, 2)
+	ourOwners.Delete(otherData)
+	var pool []string
+	if onDocker {
+		pool = dockerPool(t, otherData, 2)
+	} else {
+		pool = waitPool(t, otherPid, 2)
+	}
 	counted := map[string]bool{}
 	for _, pid := range sandboxProcesses(t) {
 		counted[pid] = true

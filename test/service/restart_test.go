@@ -52,7 +52,7 @@ func TestSIGKILLMidCell(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Cmd.Wait()
-	waitNoSandboxes(t, "after SIGKILL")
+	waitNothingRuns(t, "after SIGKILL")
 
 	srv = start(t, data)
 	defer srv.stop()
