@@ -41,6 +41,7 @@ type serveFlags struct {
 	listen, data, db, keyFile, logLevel string
 	logFormat, metricsAddr              string
 	config, backend                     string
+	dockerRuntime                       string
 	svc                                 service.Config
 	http                                server.Config
 }
@@ -55,6 +56,7 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.data, "data", "/var/lib/kiln", "data directory: the SQLite database and the session workspaces")
 	fs.TextVar(&f.svc.Workspaces, "workspaces", sd.Workspaces, "where session workspaces live, a `kind`: disk (an ext4 image per session in the data directory; survives a reboot) or tmpfs (memory; a reboot loses them)")
 	addBackendFlag(fs, &f.backend)
+	addDockerRuntimeFlag(fs, &f.dockerRuntime)
 	fs.StringVar(&f.db, "db", "", "PostgreSQL DSN (postgres://...); empty: SQLite in the data directory")
 	fs.StringVar(&f.keyFile, "admin-key-file", "", "also write the first admin key to this file (mode 0600)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; info logs every request")
@@ -138,6 +140,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	b, err := newBackend(ctx, f.backend, log)
+	if err == nil {
+		err = setDockerRuntime(ctx, b, f.dockerRuntime)
+	}
 	if err == nil {
 		err = claimBackend(ctx, b, f.data, log)
 	}

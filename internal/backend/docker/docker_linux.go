@@ -39,6 +39,8 @@ type Backend struct {
 	mu    sync.Mutex
 	conns map[string]*agentclient.Client
 
+	runtime string // the OCI runtime of new containers (SetRuntime); empty: the engine's default
+
 	sockOnce sync.Once // socketDir
 	sockDir  string
 	sockErr  error
@@ -167,6 +169,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 			Labels:     b.labels(id),
 		},
 		HostConfig: &container.HostConfig{
+			Runtime:        b.runtime,
 			NetworkMode:    "none",
 			ReadonlyRootfs: true,
 			CapDrop:        []string{"ALL"},

@@ -25,6 +25,13 @@ func (b *Backend) PlainRun(context.Context, []string) (string, error) {
 }
 func (b *Backend) Close() error    { return nil }
 func (b *Backend) SetOwner(string) {}
+func (b *Backend) SetRuntime(context.Context, string) error {
+	return needsLinux()
+}
+func (b *Backend) Runtime() string { return "" }
+
+// TryRuntime reports that the backend needs Linux.
+func TryRuntime(context.Context, string) (string, error) { return "", needsLinux() }
 func (b *Backend) Reap(context.Context) (int, error) {
 	return 0, needsLinux()
 }
@@ -49,6 +56,7 @@ type Engine struct {
 	Version        string
 	Runtimes       []string
 	DefaultRuntime string
+	RuntimePaths   map[string]string
 }
 
 // Probe reports that the backend needs Linux.

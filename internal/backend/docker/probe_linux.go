@@ -15,6 +15,9 @@ type Engine struct {
 	Version        string
 	Runtimes       []string // registered OCI runtimes, sorted
 	DefaultRuntime string
+	// RuntimePaths are the registered runtimes' binaries, where the
+	// engine names one (runc-compatible runtimes such as runsc).
+	RuntimePaths map[string]string
 }
 
 // Probe asks the engine named by the environment what it is, within a
@@ -31,7 +34,14 @@ func Probe(ctx context.Context) Engine {
 	if err != nil {
 		return Engine{Err: err}
 	}
+	paths := map[string]string{}
+	for name, r := range info.Info.Runtimes {
+		if r.Path != "" {
+			paths[name] = r.Path
+		}
+	}
 	return Engine{
+		RuntimePaths:   paths,
 		Version:        info.Info.ServerVersion,
 		Runtimes:       slices.Sorted(maps.Keys(info.Info.Runtimes)),
 		DefaultRuntime: info.Info.DefaultRuntime,
