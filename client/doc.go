@@ -31,6 +31,9 @@
 //	PATCH  /v1/sessions/{id}                SessionUpdate -> Session (owner; renames it)
 //	GET    /v1/sessions/{id}/export         ?format=html -> the saved web notebook as one HTML file
 //	                                        (attachment; images inline, no script)
+//	POST   /v1/sessions/{id}/complete       CompleteRequest -> Completion (owner; the kernel's completions)
+//	POST   /v1/sessions/{id}/format         FormatRequest -> Formatted (owner, collaborator; the language's
+//	                                        formatter run in the sandbox)
 //	POST   /v1/sessions/{id}/interrupt      stops the running cell (204)
 //	POST   /v1/sessions/{id}/restart        ?language= restarts kernels, keeps files (204)
 //	PUT    /v1/sessions/{id}/network        NetworkPolicy -> Session (owner; within the server's ceiling

@@ -109,6 +109,34 @@ type SessionUpdate struct {
 	Name *string `json:"name"`
 }
 
+// CompleteRequest asks the session's kernel for completions at Cursor
+// (POST /v1/sessions/{id}/complete); Cursor counts Unicode code points.
+type CompleteRequest struct {
+	Code     string `json:"code"`
+	Cursor   int    `json:"cursor"`
+	Language string `json:"language,omitempty"` // default: the session's first
+}
+
+// Completion is what the kernel offers: each match replaces the code
+// from CursorStart to CursorEnd (code points).
+type Completion struct {
+	Matches     []string `json:"matches"`
+	CursorStart int      `json:"cursor_start"`
+	CursorEnd   int      `json:"cursor_end"`
+}
+
+// FormatRequest formats code with the language's formatter, run in the
+// session's sandbox (POST /v1/sessions/{id}/format).
+type FormatRequest struct {
+	Code     string `json:"code"`
+	Language string `json:"language,omitempty"` // default: the session's first
+}
+
+// Formatted is the formatted code.
+type Formatted struct {
+	Code string `json:"code"`
+}
+
 // SessionUse is what an active session uses now.
 type SessionUse struct {
 	WorkspaceBytes      int64 `json:"workspace_bytes"`

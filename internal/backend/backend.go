@@ -24,6 +24,12 @@ type Spec struct {
 	// egress); a backend that supports it makes it the sandbox's only way
 	// out (native.Spec.EgressSocket), one that does not ignores it.
 	EgressSocket string
+	// BuildCache, when set, is a host directory of the user's build caches
+	// (Go's build cache, compiled programs, Cargo's target directory),
+	// shown read-write in the sandbox at Sandbox.BuildCache; the caller
+	// gives it only to that user's sandboxes. A backend that does not
+	// support it ignores it (Sandbox.BuildCache stays empty).
+	BuildCache string
 }
 
 // Mount is a host directory (Source) shown read-only at Target in the
@@ -42,6 +48,8 @@ type Sandbox struct {
 	// /workspace and /tmp/.kiln.
 	Workspace string
 	BuildArea string
+	// BuildCache is where the sandbox sees Spec.BuildCache; empty: none.
+	BuildCache string
 }
 
 // Capabilities say what a backend enforces, so that tests and callers

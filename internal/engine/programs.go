@@ -196,6 +196,7 @@ type groupExecer struct {
 
 func (g groupExecer) WorkspaceDir() string { return cmp.Or(g.box.Workspace, programs.Workspace) }
 func (g groupExecer) BuildArea() string    { return cmp.Or(g.box.BuildArea, programs.BuildArea) }
+func (g groupExecer) BuildCache() string   { return g.box.BuildCache }
 
 var _ programs.StdinExecer = groupExecer{}
 

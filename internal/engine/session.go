@@ -34,6 +34,10 @@ type SessionSpec struct {
 	// EgressSocket is the host unix socket of the sandbox's egress proxy
 	// session (backend.Spec.EgressSocket), or "" for none.
 	EgressSocket string
+	// BuildCache is the host directory of the user's build caches
+	// (backend.Spec.BuildCache), or "" for none: package programs builds
+	// there instead of the sandbox's own build area.
+	BuildCache string
 }
 
 // Session is one long-lived sandbox with one workspace, in which cells run
@@ -78,7 +82,7 @@ func (e *Engine) NewSession(ctx context.Context, spec SessionSpec) (*Session, er
 	if err := spec.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	sb, err := e.create(ctx, backend.Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir, Mounts: spec.Mounts, EgressSocket: spec.EgressSocket})
+	sb, err := e.create(ctx, backend.Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir, Mounts: spec.Mounts, EgressSocket: spec.EgressSocket, BuildCache: spec.BuildCache})
 	if err != nil {
 		return nil, err
 	}

@@ -53,7 +53,7 @@ func cargoProject(ctx context.Context, ex Execer, j *job, known map[string][]byt
 func cargoArgs(j *job) []string {
 	return []string{"--offline", "--color", "never",
 		"--manifest-path", path.Join(j.root, j.cargo, "Cargo.toml"),
-		"--target-dir", path.Join(j.area, "cargo/target")}
+		"--target-dir", cargoTarget(j)}
 }
 
 // cargoEnv keeps Cargo's own files in the build area and tells it the

@@ -160,6 +160,10 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 	if a, ok := ex.(interface{ BuildArea() string }); ok {
 		area = a.BuildArea()
 	}
+	cache := ""
+	if c, ok := ex.(interface{ BuildCache() string }); ok {
+		cache = c.BuildCache()
+	}
 	for _, f := range p.Files {
 		if err := ex.WriteFile(ctx, f.Path, f.Data, 0o644); err != nil {
 			if ctx.Err() != nil {
@@ -169,7 +173,7 @@ func Run(ctx context.Context, ex Execer, p Program, stdout, stderr io.Writer) (R
 		}
 	}
 	j := &job{
-		l: l, tc: tc, root: root, area: area,
+		l: l, tc: tc, root: root, area: area, cache: cache,
 		dir: path.Dir(p.Entry), entry: path.Base(p.Entry),
 		mem: p.MemoryBytes, cpus: int((p.CPUMillis + 999) / 1000), opts: opts,
 	}
@@ -257,6 +261,16 @@ func build(ctx context.Context, ex Execer, j *job, in *inputs, p Program) (res R
 		if err != nil {
 			return Result{}, false, err
 		}
+		if !hit && j.cache != "" {
+			// Another sandbox of the user built it.
+			shared := path.Join(j.cache, "build", key)
+			if log, hit, err = areaRead(ctx, ex, path.Join(shared, "ok")); err != nil {
+				return Result{}, false, err
+			}
+			if hit {
+				j.out = shared
+			}
+		}
 		if hit {
 			res.Cached = true
 			res.CompileLog = string(log)
@@ -289,6 +303,9 @@ func build(ctx context.Context, ex Execer, j *job, in *inputs, p Program) (res R
 	}
 	// Best effort: a build that is not marked is made again next time.
 	if in.cacheable && areaWrite(ctx, ex, map[string][]byte{marker: []byte(res.CompileLog)}) == nil {
+		if j.cache != "" {
+			publish(ctx, ex, j.out, path.Join(j.cache, "build", key))
+		}
 		evict(ctx, ex, j.area, key)
 	}
 	return res, true, nil
@@ -298,6 +315,9 @@ func build(ctx context.Context, ex Execer, j *job, in *inputs, p Program) (res R
 // then says why.
 func compile(ctx context.Context, ex Execer, j *job, p Program) (res Result, ok bool, err error) {
 	b := j.tc.build(j)
+	if j.cache != "" && (j.is(Go) || j.cargo != "") {
+		b.argv = shared(b.argv)
+	}
 	log := &boundedBuffer{max: maxCompileLog}
 	// A compiler may write one message in several writes to one stream
 	// while the other stream writes too (php -l): lines go into the log

@@ -83,6 +83,7 @@ type job struct {
 	goMod      bool     // Go: the entry's package is in a module of the workspace
 	goVendor   bool     // Go: that module vendors its dependencies (vendor/modules.txt)
 	reports    string   // Java tests: where JUnit writes this run's reports
+	cache      string   // the user's build caches as programs see them (usercache.go); "" for none
 	junit      bool     // Java: the entry names org.junit, so JUnit's jars are on the class path
 	cargo      string   // Rust: the entry's Cargo package, relative to the workspace ("" for none; cargo.go)
 	opts       []string // the run's build options, checked (CheckBuildOptions)
@@ -275,7 +276,7 @@ var (
 				env: []string{
 					// The build cache lasts with the sandbox: only the first
 					// build of a session compiles the standard library.
-					"GOCACHE=" + path.Join(j.area, "go/cache"),
+					"GOCACHE=" + goCache(j),
 					"GOPATH=" + path.Join(j.area, "go/path"),
 					// go's telemetry and `go env -w` file, out of the user's way.
 					"XDG_CONFIG_HOME=" + path.Join(j.area, "config"),
@@ -487,7 +488,7 @@ const GoCacheSeed = "/usr/local/lib/kiln/go-cache"
 // time limit on a busy machine). Go cannot use a read-only cache, and the
 // copy takes the room a cold build would fill anyway (about 40 MB).
 func seedGoCache(ctx context.Context, ex Execer, j *job) error {
-	cache := path.Join(j.area, "go/cache")
+	cache := goCache(j)
 	if _, ok, err := areaRead(ctx, ex, path.Join(cache, "README")); err != nil || ok {
 		return err
 	}
@@ -495,8 +496,13 @@ func seedGoCache(ctx context.Context, ex Execer, j *job) error {
 		return nil // not installed: the first build is a cold one
 	}
 	// A failed or partial copy is still a valid cache: Go rebuilds what is
-	// missing, so only a broken sandbox is an error here.
-	_, err := areaExec(ctx, ex, []string{cpBin, "-R", GoCacheSeed, cache}, nil, nil)
+	// missing, so only a broken sandbox is an error here. -T copies into
+	// a cache that another sandbox of the user has begun to seed.
+	argv := []string{cpBin, "-R", "-T", GoCacheSeed, cache}
+	if j.cache != "" {
+		argv = shared([]string{cpBin, "-R", "-T", "--no-preserve=mode", GoCacheSeed, cache})
+	}
+	_, err := areaExec(ctx, ex, argv, nil, nil)
 	return err
 }
 

@@ -26,10 +26,19 @@ type Boot struct {
 	// sandbox's egress proxy session, bound at EgressSocketPath inside
 	// (opened refusing symlinks, as Mounts are).
 	EgressSocket string `json:"egress_socket,omitempty"`
+	// BuildCache, when set, is the host directory of the user's build
+	// caches, bound read-write (nosuid, nodev) at BuildCachePath; only
+	// that user's sandboxes get it (opened refusing symlinks, as Mounts
+	// are).
+	BuildCache string `json:"build_cache,omitempty"`
 
 	// Agent is passed on to the agent stage untouched.
 	Agent AgentConfig `json:"agent"`
 }
+
+// BuildCachePath is where a sandbox sees its user's build caches
+// (Boot.BuildCache): on /tmp, which user code may write.
+const BuildCachePath = "/tmp/.kiln-cache"
 
 // Mount is a host directory (Source) bound read-only at Target, inside the
 // sandbox.

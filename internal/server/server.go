@@ -164,6 +164,8 @@ func (s *Server) register() {
 	s.handle("GET /v1/sessions/{id}/terminal", s.terminal)     // terminal.go
 	s.handle("GET /v1/sessions/{id}/events", s.sessionEvents)  // shares.go
 	s.handle("GET /v1/sessions/{id}/export", s.exportNotebook) // export.go
+	s.handle("POST /v1/sessions/{id}/complete", s.complete)    // editor.go
+	s.handle("POST /v1/sessions/{id}/format", s.format)
 	s.handle("GET /v1/sessions/{id}/shares", s.listShares)
 	s.handle("PUT /v1/sessions/{id}/shares/{user_id}", s.putShare)
 	s.handle("DELETE /v1/sessions/{id}/shares/{user_id}", s.deleteShare)

@@ -21,6 +21,7 @@ type live struct {
 	mu         sync.Mutex
 	sess       *engine.Session // nil until needed
 	mounts     []backend.Mount // the session's read-only mounts, for its next sandbox
+	buildCache string          // the user's build caches on the host, for its next sandbox; "" for none
 	envLayer   string          // its environment's layer in the sandbox, linked in each new one
 	net        *netSession     // the egress proxy session of its sandboxes (network.go)
 	nets       *netPlane       // where a resumed session opens one
@@ -52,7 +53,7 @@ func (l *live) sandbox(ctx context.Context, eng *engine.Engine) (*engine.Session
 	if err != nil {
 		return nil, err
 	}
-	sess, err := eng.NewSession(ctx, engine.SessionSpec{Limits: l.rec.Limits, HostDir: l.path, Mounts: l.mounts, EgressSocket: n.socket()})
+	sess, err := eng.NewSession(ctx, engine.SessionSpec{Limits: l.rec.Limits, HostDir: l.path, Mounts: l.mounts, EgressSocket: n.socket(), BuildCache: l.buildCache})
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,15 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 	var res kiln.CellResult
 	// A run's sandbox has a proxy session with the policy "none", whose
 	// refusals are in the result (network.go).
-	pd, refill := s.runs.take(p)
+	// A pooled sandbox was made before its user was known, so it has no
+	// user's build caches: a compiled program gains more from them.
+	cache := s.buildCacheFor(u, p.Language())
+	pd, refill := (*pooled)(nil), func() {}
+	if cache == "" {
+		pd, refill = s.runs.take(p)
+	} else {
+		defer s.trimBuildCache(u)
+	}
 	defer refill()
 	var sess *engine.Session
 	var n *netSession
@@ -80,7 +88,8 @@ func (s *Service) Run(ctx context.Context, u kiln.User, r RunRequest) (RunResult
 		sess, n = pd.sess, pd.net
 		n.adopt("", u.ID, pol)
 	} else if n, err = s.nets.openNet("", u.ID, pol); err == nil { // as engine.RunPrepared
-		if sess, err = s.engine.NewSession(ctx, engine.SessionSpec{Limits: p.Limits(), Mounts: s.sandboxMounts(nil), EgressSocket: n.socket()}); err != nil {
+		if sess, err = s.engine.NewSession(ctx, engine.SessionSpec{Limits: p.Limits(), Mounts: s.sandboxMounts(nil), EgressSocket: n.socket(),
+			BuildCache: cache}); err != nil {
 			n.close()
 		}
 	}

@@ -72,6 +72,10 @@ type Config struct {
 	// Environments are the administrator's prebuilt package layers
 	// (environments.go), which a session selects by name.
 	Environments []EnvironmentDef
+
+	// BuildCacheBytes bounds each user's build caches (buildcache.go):
+	// 0 is DefaultBuildCacheBytes, negative turns them off.
+	BuildCacheBytes int64
 }
 
 // DefaultConfig is the policy on the embedded defaults.
@@ -139,6 +143,7 @@ func (c Config) withDefaults() Config {
 // answer store.ErrNotFound for anything of another user's.
 type Service struct {
 	envs    *environments // environments.go
+	caches  buildCaches   // buildcache.go
 	cfg     Config
 	store   Store
 	engine  *engine.Engine

@@ -214,7 +214,8 @@ func (s *Service) freshSession(ctx context.Context, u kiln.User, spec SessionSpe
 		s.ws.Remove(id)
 		return nil, err
 	}
-	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: spec.Limits, HostDir: path, Mounts: s.sandboxMounts(spec.Mounts), EgressSocket: n.socket()})
+	cache := s.buildCacheFor(u, "")
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: spec.Limits, HostDir: path, Mounts: s.sandboxMounts(spec.Mounts), EgressSocket: n.socket(), BuildCache: cache})
 	if err != nil {
 		n.close()
 		s.ws.Remove(id)
@@ -225,6 +226,7 @@ func (s *Service) freshSession(ctx context.Context, u kiln.User, spec SessionSpe
 		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: sess.ID(), Network: spec.Network}
 	l := newLive(rec, path, sess)
 	l.mounts = s.sandboxMounts(spec.Mounts)
+	l.buildCache = cache
 	l.net, l.nets, l.policy = n, s.nets, spec.Network
 	return l, nil
 }

@@ -116,6 +116,10 @@ export const api = {
   createSession: (languages: string[], idleTTLSeconds: number, network?: NetworkPolicy) =>
     json<Session>("POST", "/v1/sessions", { languages, idle_ttl_seconds: idleTTLSeconds, network }),
   setNetwork: (id: string, p: NetworkPolicy) => json<Session>("PUT", `/v1/sessions/${encodeURIComponent(id)}/network`, p),
+  complete: (id: string, language: string, code: string, cursor: number) =>
+    json<{ matches: string[]; cursor_start: number; cursor_end: number }>("POST", `/v1/sessions/${encodeURIComponent(id)}/complete`, { code, cursor, language }),
+  format: async (id: string, language: string, code: string) =>
+    (await json<{ code: string }>("POST", `/v1/sessions/${encodeURIComponent(id)}/format`, { code, language })).code,
   renameSession: (id: string, name: string) => json<Session>("PATCH", `/v1/sessions/${encodeURIComponent(id)}`, { name }),
   deleteSession: (id: string) => json<void>("DELETE", `/v1/sessions/${encodeURIComponent(id)}`),
   interrupt: (id: string) => json<void>("POST", `/v1/sessions/${encodeURIComponent(id)}/interrupt`),

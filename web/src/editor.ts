@@ -34,6 +34,64 @@ export interface EditorOptions {
   onRun?: (mode: RunMode) => void;
   onSave?: () => void;
   autoHeight?: boolean; // a cell grows with its code; a file tab fills its pane
+  // complete asks the kernel for completions at a cursor (code points);
+  // format returns the code formatted. Both go to the session's sandbox.
+  complete?: (code: string, cursor: number) => Promise<{ matches: string[]; cursor_start: number; cursor_end: number }>;
+  format?: (code: string) => Promise<string>;
+}
+
+// The languages whose kernel completes (Python's today) and those with a
+// formatter on the server (internal/service/format.go); JavaScript and
+// TypeScript have Monaco's own.
+const kernelCompletes = ["python"];
+const serverFormats = ["python", "go", "rust", "c", "cpp"];
+
+// Monaco's providers are per language, not per editor: each finds the
+// editor of its model here.
+const byModel = new Map<string, EditorOptions>();
+let providersRegistered = false;
+
+// utf16 turns a code-point offset into a UTF-16 one (Monaco's).
+function utf16(code: string, points: number): number {
+  let i = 0;
+  for (let n = 0; n < points && i < code.length; n++) i += code.codePointAt(i)! > 0xffff ? 2 : 1;
+  return i;
+}
+
+function registerProviders(m: Monaco): void {
+  if (providersRegistered) return;
+  providersRegistered = true;
+  for (const kl of kernelCompletes) {
+    m.languages.registerCompletionItemProvider(monacoLanguage(kl), {
+      triggerCharacters: ["."],
+      async provideCompletionItems(model, position) {
+        const opts = byModel.get(model.uri.toString());
+        if (!opts?.complete) return { suggestions: [] };
+        const code = model.getValue();
+        const cursor = [...code.slice(0, model.getOffsetAt(position))].length;
+        try {
+          const r = await opts.complete(code, cursor);
+          const start = model.getPositionAt(utf16(code, r.cursor_start));
+          const end = model.getPositionAt(utf16(code, r.cursor_end));
+          const range = new m.Range(start.lineNumber, start.column, end.lineNumber, end.column);
+          return { suggestions: r.matches.slice(0, 500).map((label, i) => ({ label, insertText: label, range, sortText: String(i).padStart(4, "0"),
+            kind: m.languages.CompletionItemKind.Variable, detail: "from the kernel" })) };
+        } catch {
+          return { suggestions: [] }; // a session that ended, a kernel that is busy: no completions
+        }
+      },
+    });
+  }
+  for (const fl of serverFormats) {
+    m.languages.registerDocumentFormattingEditProvider(monacoLanguage(fl), {
+      async provideDocumentFormattingEdits(model) {
+        const opts = byModel.get(model.uri.toString());
+        if (!opts?.format) return [];
+        const text = await opts.format(model.getValue());
+        return [{ range: model.getFullModelRange(), text }];
+      },
+    });
+  }
 }
 
 export class CodeEditor {
@@ -78,6 +136,20 @@ export class CodeEditor {
       fixedOverflowWidgets: true,
     });
     this.ed = ed;
+    registerProviders(m);
+    const uri = ed.getModel()?.uri.toString();
+    if (uri) byModel.set(uri, this.opts);
+    // Tab after a name or a dot asks for completions (Ctrl+Space always
+    // does); elsewhere Tab indents as usual.
+    const canComplete = ed.createContextKey<boolean>("kiln.canComplete", false);
+    ed.onDidChangeCursorPosition((e) => {
+      const model = ed.getModel();
+      const before = model ? model.getLineContent(e.position.lineNumber).slice(0, e.position.column - 1) : "";
+      canComplete.set(!!this.opts.complete && /[\w.]$/.test(before));
+    });
+    ed.addAction({ id: "kiln.complete.tab", label: "Complete", keybindings: [m.KeyCode.Tab],
+      precondition: "kiln.canComplete && !suggestWidgetVisible && !inSnippetMode",
+      run: () => ed.trigger("kiln", "editor.action.triggerSuggest", {}) });
     if (this.opts.autoHeight) {
       const fit = () => {
         host.style.height = `${Math.max(ed.getContentHeight(), 22)}px`;
@@ -130,8 +202,20 @@ export class CodeEditor {
     (this.ed ?? this.area)?.focus();
   }
 
+  // format formats the code with the language's formatter (the server's,
+  // or Monaco's own for JavaScript and TypeScript); false when there is
+  // none for the language.
+  async format(): Promise<boolean> {
+    const action = this.ed?.getAction("editor.action.formatDocument");
+    if (!action || !action.isSupported()) return false;
+    await action.run();
+    return true;
+  }
+
   dispose(): void {
     this.disposed = true;
+    const uri = this.ed?.getModel()?.uri.toString();
+    if (uri) byModel.delete(uri);
     this.ed?.getModel()?.dispose();
     this.ed?.dispose();
   }

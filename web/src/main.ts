@@ -44,6 +44,8 @@ function showHelp(): void {
     ["Double-click a markdown cell", "edit it"],
     ["Enter in an input box", "send the line to the running cell"],
     ["Ctrl+S (⌘+S) in a file tab", "save the file"],
+    ["Tab after a name or a dot, Ctrl+Space", "complete from the kernel (Python)"],
+    ["Shift+Alt+F, or { } on a cell", "format the cell (black, gofmt, rustfmt, clang-format on the server; Monaco's own for JavaScript and TypeScript)"],
     ["Tab / Shift+Tab", "move between controls (in an editor, Ctrl+M then Tab moves focus out)"],
     ["Escape", "close this panel"],
   ];

@@ -93,6 +93,7 @@ class Cell {
         button("▶", () => this.nb.run(this, "stay"), { title: "run cell (Ctrl+Enter)", cls: "run" }),
         this.langSel,
         button("▲▶", () => this.nb.runAbove(this), { title: "run the cells above this one" }),
+        button("{ }", () => void this.format(), { title: "format the cell's code (Shift+Alt+F)" }),
       );
     } else {
       bar.append(button("✓", () => this.renderMarkdown(), { title: "render markdown (Shift+Enter)", cls: "run" }),
@@ -107,6 +108,16 @@ class Cell {
       value: d.source, language: d.type === "code" ? d.language : "markdown", label: `${d.type} cell editor`, autoHeight: true,
       onChange: (v) => { d.source = v; this.nb.changed(); },
       onRun: (mode) => (d.type === "code" ? this.nb.run(this, mode) : this.renderMarkdown(mode)),
+      complete: d.type === "code" && (this.nb.session.role ?? "owner") === "owner"
+        ? (code, cursor) => api.complete(this.nb.session.id, d.language, code, cursor) : undefined,
+      format: d.type === "code" && this.nb.session.role !== "viewer" ? async (code) => {
+        try {
+          return await api.format(this.nb.session.id, d.language, code);
+        } catch (e) {
+          toast((e as Error).message);
+          throw e;
+        }
+      } : undefined,
     });
     this.root.replaceChildren(bar, this.editor.el, this.statusEl, this.outEl);
     if (d.type === "markdown") {
@@ -142,6 +153,15 @@ class Cell {
     this.showStatus();
     this.editor?.markLine(undefined, "");
     this.nb.changed();
+  }
+
+  // format formats the cell with its language's formatter, if it has one.
+  async format(): Promise<void> {
+    try {
+      if (!(await this.editor?.format())) toast(`no formatter for ${this.d.language} in the notebook`, "info");
+    } catch {
+      /* the formatter's refusal was shown */
+    }
   }
 
   showOutputs(): void {

@@ -265,7 +265,32 @@ func mountTmp(root string, cfg *protocol.Boot) error {
 	if err := unix.Mount("kiln-tmp", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount /tmp: %w", err)
 	}
-	return nil
+	return mountBuildCache(root, cfg)
+}
+
+// mountBuildCache binds the user's build caches (protocol.Boot.BuildCache)
+// read-write on the new /tmp, opened refusing every symlink on its path
+// as project mounts are.
+func mountBuildCache(root string, cfg *protocol.Boot) error {
+	if cfg.BuildCache == "" {
+		return nil
+	}
+	dst := filepath.Join(root, protocol.BuildCachePath)
+	if err := mkdirAll(dst); err != nil {
+		return err
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, cfg.BuildCache, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return fmt.Errorf("open build cache %s: %w", cfg.BuildCache, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), dst, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind build cache: %w", err)
+	}
+	return unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, "")
 }
 
 func mountWorkspace(root string, cfg *protocol.Boot) error {

@@ -3,10 +3,16 @@ package docker
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
 
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -62,5 +68,42 @@ func TestWorkspaceTmpfsLimited(t *testing.T) {
 	}
 	if got, want := strings.Fields(out.String()), []string{"ran", "No", "space", "left", "1199000000"}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("in /workspace: %q; want %q", out.String(), strings.Join(want, " "))
+	}
+}
+
+// A container that stops before its agent connects fails the creation
+// at once, with what it wrote to stderr, not after the 30 s the agent
+// is given to connect.
+func TestAgentExitBeforeConnect(t *testing.T) {
+	b := testBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	id := newID()
+	ln, agentMount, err := b.listenAgent(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Image: b.image,
+		Config: &container.Config{Entrypoint: []string{"/bin/sh", "-c", "echo the agent broke >&2; exit 3"},
+			User: fmt.Sprintf("%d:%d", UID, UID), Labels: b.labels(id)},
+		HostConfig: &container.HostConfig{NetworkMode: "none", LogConfig: agentLogConfig,
+			Mounts: []mount.Mount{{Type: mount.TypeBind, Source: "/usr", Target: "/usr", ReadOnly: true}, agentMount}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.remove(context.Background(), created.ID)
+	start := time.Now()
+	conn, err := b.startAgent(ctx, created.ID, ln)
+	if err == nil {
+		conn.Close()
+		t.Fatal("a container without an agent started as a sandbox")
+	}
+	if !strings.Contains(err.Error(), "stopped before its agent connected") || !strings.Contains(err.Error(), "the agent broke") {
+		t.Errorf("error %q; want it to say the container stopped, with its stderr", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the failure took %v: the creation waited for the agent's deadline", d)
 	}
 }

@@ -123,9 +123,11 @@ func (b *Backend) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error)
 	if err := validHostname(spec.Hostname); err != nil {
 		return nil, err
 	}
-	if spec.HostDir != "" {
-		if err := checkHostDir(spec.HostDir); err != nil {
-			return nil, err
+	for _, dir := range []string{spec.HostDir, spec.BuildCache} {
+		if dir != "" {
+			if err := checkHostDir(dir); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if _, err := checkMounts(spec.Mounts); err != nil {
@@ -280,6 +282,7 @@ func (s *Sandbox) bootConfig(spec Spec, lim kiln.Limits, h *cgroups.Handles) ([]
 		WorkBytes:    lim.WorkspaceBytes,
 		Inodes:       lim.Inodes,
 		EgressSocket: spec.EgressSocket,
+		BuildCache:   spec.BuildCache,
 		Agent: protocol.AgentConfig{
 			ConnFD:    protocol.ConnFD,
 			Cgroup:    cgSpec,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kiln-dev/kiln/internal/agentclient"
 	"github.com/kiln-dev/kiln/internal/backend"
+	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
 // The engine's backend interface (engine.Backend) over Create: sandboxes
@@ -12,13 +13,18 @@ import (
 
 // CreateSandbox starts a sandbox and remembers it by id.
 func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (backend.Sandbox, error) {
-	sb, err := b.Create(ctx, Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir, Mounts: mounts(spec.Mounts), EgressSocket: spec.EgressSocket})
+	sb, err := b.Create(ctx, Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir, Mounts: mounts(spec.Mounts),
+		EgressSocket: spec.EgressSocket, BuildCache: spec.BuildCache})
 	if err != nil {
 		return backend.Sandbox{}, err
 	}
 	b.made.Add(sb.ID, sb)
 	// Builds go to package programs' default area, on the private /tmp.
-	return backend.Sandbox{ID: sb.ID, Workspace: Workspace}, nil
+	out := backend.Sandbox{ID: sb.ID, Workspace: Workspace}
+	if spec.BuildCache != "" {
+		out.BuildCache = protocol.BuildCachePath
+	}
+	return out, nil
 }
 
 // Connect returns the client of the sandbox's agent: its one connection,

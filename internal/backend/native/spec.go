@@ -17,6 +17,13 @@ type Spec struct {
 	// a tmpfs): absolute, not a symlink. Create gives it and everything in
 	// it to the sandbox's user, so no other sandbox may be using it.
 	HostDir string
+	// BuildCache is an optional host directory of one user's build
+	// caches, bound read-write (nosuid, nodev) at protocol.BuildCachePath:
+	// absolute, not a symlink. Its files are not given to the sandbox's
+	// user (several sandboxes of the user may share it at once): the
+	// caller makes it writable to all of them (package programs writes it
+	// with umask 0) and unreachable to any other on the host.
+	BuildCache string
 	// Mounts are host directories shown read-only (nosuid, nodev) in the
 	// sandbox: project code to import and test, never written. Each
 	// Source must be a real path, without symlinks (ResolveMount makes
