@@ -207,6 +207,9 @@ for line in open("/proc/self/mountinfo"):
 // kernel gave the sandbox a bind instead.
 func needUsrOverlay(t *testing.T) {
 	t.Helper()
+	if theSuite != nil && theSuite.onDocker() {
+		dockerGap(t, "a container's /usr is the host's, bind-mounted read-only (docs/DOCKER.md): its file locks and inotify events are shared with the host and every other container, a channel between sandboxes that native closes with a private overlay where the kernel allows one")
+	}
 	if fs := usrFSType(t); fs != "overlay" {
 		t.Skipf("/usr in a sandbox is %q, not an overlay: this kernel refuses overlays in a user namespace (docs/SECURITY.md, Known limits)", fs)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/backend/docker"
 	"github.com/kiln-dev/kiln/internal/backend/native"
+	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
@@ -679,4 +680,24 @@ func (s *suite) dockerPosture(t *testing.T, b *box, pid int) {
 			t.Errorf("the user process holds descriptors %v, want only 0 1 2", fds)
 		}
 	})
+}
+
+// attackCancel is attackRun for a run whose context the test cancels, on
+// Docker: if the cancel came while the engine was still starting the
+// container (held differently from native, whose sandbox starts in a few
+// milliseconds), the run ends there with the context's error, and
+// attackCancel reports it (early) instead of failing.
+func attackCancel(t *testing.T, ctx context.Context, r engine.Run) (res result, early bool) {
+	t.Helper()
+	res = theSuite.run(ctx, r)
+	theSuite.checkHost(t, r.Language+" attack")
+	switch {
+	case res.Err != nil && ctx.Err() != nil:
+		t.Logf("held differently on Docker: the cancel came while the engine was starting the container, and ended the run there: %v", res.Err)
+		return res, true
+	case res.Err != nil:
+		t.Fatalf("engine.Run: %v\n%v", res.Err, res)
+	}
+	theSuite.checkNoSecrets(t, res.Stdout+res.Stderr)
+	return res, false
 }

@@ -29,6 +29,7 @@ func runAgent(config string) int {
 	if os.Getpid() == 1 {
 		return initProcess()
 	}
+	reserveThreads(spareThreads)
 	var cfg agent.Unisolated
 	if err := json.Unmarshal([]byte(config), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "kiln container agent: %v\n", err)

@@ -1,0 +1,43 @@
+package docker
+
+import (
+	"runtime"
+	"sync"
+)
+
+// The agent shares the container's pids cgroup with user code, and the Go
+// runtime makes an OS thread whenever it needs one (a goroutine blocked
+// in a system call holds its thread); if the clone fails, as it does
+// while a fork bomb holds every pid, the runtime aborts, and the sandbox
+// is lost. So the agent makes its threads at start, while pids are free,
+// and the runtime keeps them idle for reuse: with spareThreads of them
+// the agent serves, kills and reaps through a fork bomb without a new one.
+// The container's pids limit is the session's plus agentPids, the init's
+// and the agent's threads, so user code still gets its whole limit.
+const (
+	spareThreads = 16
+	agentPids    = 48 // init (~5 threads) + the agent (~8 at rest) + spareThreads, with room
+)
+
+// reserveThreads has the runtime make n more OS threads and leaves them
+// idle: n goroutines each lock a thread of their own at the same time,
+// then unlock and end, and the runtime parks the threads for reuse (it
+// never ends an idle thread).
+func reserveThreads(n int) {
+	var locked, done sync.WaitGroup
+	release := make(chan struct{})
+	locked.Add(n)
+	done.Add(n)
+	for range n {
+		go func() {
+			defer done.Done()
+			runtime.LockOSThread()
+			locked.Done()
+			<-release
+			runtime.UnlockOSThread()
+		}()
+	}
+	locked.Wait()
+	close(release)
+	done.Wait()
+}
