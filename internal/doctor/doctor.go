@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 
@@ -113,7 +112,5 @@ func dockerReport(ctx context.Context, w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "  ok       Docker engine %s: runtimes %s (default %s)\n", e.Version, strings.Join(e.Runtimes, " "), e.DefaultRuntime)
-	if !slices.Contains(e.Runtimes, "runsc") {
-		fmt.Fprintln(w, "  absent   gVisor (runsc): not registered with this engine; containers run under runc")
-	}
+	gvisorReport(ctx, w, e)
 }
