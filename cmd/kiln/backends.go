@@ -15,7 +15,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
-const backendFlagHelp = "sandbox backend: native (kiln's own namespaces and cgroups; needs root) or docker (a container per sandbox on the local Docker engine; the environment image is built when missing, see kiln image build)"
+const backendFlagHelp = "sandbox backend: native (kiln's own namespaces and cgroups; needs root) or docker (a container per sandbox on the local Docker engine; the environment image is built when missing, see kiln image build); kiln serve also takes kubernetes (a Pod per sandbox, in a kiln built with -tags kubernetes: see --kubeconfig)"
 
 // addBackendFlag adds --backend to fs.
 func addBackendFlag(fs *flag.FlagSet, name *string) {
@@ -99,7 +99,11 @@ func imageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // data directory left. The native backend needs nothing: its sandboxes
 // die with the process that made them.
 func claimBackend(ctx context.Context, b engine.Backend, data string, log *slog.Logger) error {
-	d, ok := b.(*docker.Backend)
+	// docker's and kubernetes's: their sandboxes outlive kiln serve
+	d, ok := b.(interface {
+		SetOwner(string)
+		Reap(context.Context) (int, error)
+	})
 	if !ok {
 		return nil
 	}
@@ -113,7 +117,7 @@ func claimBackend(ctx context.Context, b engine.Backend, data string, log *slog.
 		return err
 	}
 	if n > 0 {
-		log.Info("reaped the containers a previous kiln serve left", "count", n)
+		log.Info("reaped the sandboxes a previous kiln serve left", "count", n)
 	}
 	return nil
 }

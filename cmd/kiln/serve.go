@@ -42,6 +42,7 @@ type serveFlags struct {
 	logFormat, metricsAddr              string
 	config, backend                     string
 	dockerRuntime                       string
+	k8s                                 kubernetesFlags
 	svc                                 service.Config
 	http                                server.Config
 }
@@ -57,6 +58,7 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.TextVar(&f.svc.Workspaces, "workspaces", sd.Workspaces, "where session workspaces live, a `kind`: disk (an ext4 image per session in the data directory; survives a reboot) or tmpfs (memory; a reboot loses them)")
 	addBackendFlag(fs, &f.backend)
 	addDockerRuntimeFlag(fs, &f.dockerRuntime)
+	addKubernetesFlags(fs, &f.k8s)
 	fs.StringVar(&f.db, "db", "", "PostgreSQL DSN (postgres://...); empty: SQLite in the data directory")
 	fs.StringVar(&f.keyFile, "admin-key-file", "", "also write the first admin key to this file (mode 0600)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; info logs every request")
@@ -139,7 +141,12 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	b, err := newBackend(ctx, f.backend, log)
+	var b engine.Backend
+	if f.backend == "kubernetes" {
+		b, err = newKubernetesBackend(ctx, f.k8s, log)
+	} else {
+		b, err = newBackend(ctx, f.backend, log)
+	}
 	if err == nil {
 		err = setDockerRuntime(ctx, b, f.dockerRuntime)
 	}

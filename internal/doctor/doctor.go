@@ -76,6 +76,7 @@ func Report(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "  ok       %-11s %-24s %s\n", l.Name, v, l.Binary)
 	}
 	dockerReport(ctx, w)
+	kubernetesReport(ctx, w)
 	fmt.Fprintln(w)
 	verdict := p.Verdict()
 	if verdict != nil {

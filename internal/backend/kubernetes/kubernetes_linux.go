@@ -173,8 +173,12 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 	if b.opt.Image == "" {
 		return backend.Sandbox{}, kiln.Errorf(kiln.SandboxError, "the Kubernetes backend has no image: BuildImage makes the runtimes image")
 	}
-	if spec.HostDir != "" || len(spec.Mounts) > 0 {
-		return backend.Sandbox{}, kiln.Errorf(kiln.Unsupported, "the Kubernetes backend has no host workspaces or mounts yet (issue 15: PVC or emptyDir workspaces)")
+	// spec.HostDir is the service's workspace directory on its own host,
+	// which a Pod on another node cannot see: the workspace is the Pod's
+	// emptyDir, and files reach it through the agent, as the service's
+	// file operations always go. Host mounts have no such way in.
+	if len(spec.Mounts) > 0 {
+		return backend.Sandbox{}, kiln.Errorf(kiln.Unsupported, "the Kubernetes backend cannot show host folders in a Pod: no mounts (--mount-root, environments) with --backend kubernetes")
 	}
 	if err := spec.Limits.Validate(); err != nil {
 		return backend.Sandbox{}, err
@@ -390,6 +394,42 @@ func (b *Backend) List(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// Probe connects with the kubeconfig at path ("" for the in-cluster
+// config) and returns the API server's version and how many nodes are
+// Ready, for kiln doctor.
+func Probe(ctx context.Context, kubeconfig string) (version string, ready int, err error) {
+	var cfg *rest.Config
+	if kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", 0, err
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return "", 0, err
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return v.GitVersion, 0, err
+	}
+	for _, n := range nodes.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return v.GitVersion, ready, nil
 }
 
 // Capabilities: isolation by the Pod (the Docker backend's container,
