@@ -24,6 +24,24 @@ p=[r(int(n)).decode()for n in h.split()]
 sys.argv[1:]=p[1:]
 exec(p[0])`
 
+// pythonStage2 is a Python payload's first part, run by pythonLoader
+// with the rest as its sys.argv[1:]: the source's code compiled on the
+// host (compiled.go; as hex: its bytecode's magic number, then zlib of
+// marshal's dump; or empty), the source, and the kernel's own arguments. It runs the code when the
+// magic number is its interpreter's and compiles the source otherwise
+// (also if the code does not load, e.g. an interpreter without zlib).
+// It drops the loader's copies first, as the kernel never returns from
+// exec, and zlib from sys.modules, which a fresh interpreter has not
+// imported (zlib is built in: no file is read).
+const pythonStage2 = `import marshal,_frozen_importlib_external as _e
+c,s,*sys.argv[1:]=sys.argv[1:]
+k=s
+if c[:8]==_e.MAGIC_NUMBER.hex():
+ try:import zlib;k=marshal.loads(zlib.decompress(bytes.fromhex(c[8:])));del sys.modules['zlib'],zlib
+ except Exception:pass
+del c,s,p,h,_e
+exec(k)`
+
 // nodeLoader reads the payload (fd 3 may be non-blocking) and runs the
 // source as global code, as -e would (indirect eval); its own names are in
 // a block, not globals a cell could collide with. Node kernels take no
@@ -39,11 +57,12 @@ func (s Spec) Boot() (argv []string, payload string) {
 		if (a != "-c" && a != "-e") || i+1 >= len(s.Argv) {
 			continue
 		}
-		loader := pythonLoader
+		loader, parts := pythonLoader, s.Argv[i+1:]
 		if strings.HasSuffix(s.Argv[0], "/node") {
 			loader = nodeLoader
+		} else {
+			parts = append([]string{pythonStage2, compiledCode(s.Argv[0], s.Argv[1:i], parts[0])}, parts...)
 		}
-		parts := s.Argv[i+1:]
 		var head, body strings.Builder
 		for j, p := range parts {
 			if j > 0 {

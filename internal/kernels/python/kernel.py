@@ -713,7 +713,9 @@ def _compile(code, fn):
     """Compiles a cell into its statements and, when the cell ends with an
     expression statement not followed by ';', that expression."""
     global _flags
-    import ast
+    # _ast (built in) has the node classes; ast.py on top of it would cost
+    # every session's first cell its import (enum, contextlib) and memory.
+    import _ast as ast
 
     tree = compile(code, fn, "exec", _ONLY_AST | _TLA | _flags, True)
     last = None
