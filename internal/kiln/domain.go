@@ -38,6 +38,11 @@ type Session struct {
 	// Network is the session's network policy, stored with it: a session
 	// resumed after a restart of kiln has it again.
 	Network NetworkPolicy
+	// Mounts are the host folders the session shows read-only, as its
+	// creation resolved them, stored with it: a session resumed after a
+	// restart of kiln has them again (checked against the allowed roots
+	// again).
+	Mounts []Mount
 	// Environment is the prebuilt environment the session selected, or
 	// "". Not stored either: a session resumed after a restart of kiln
 	// has none.
@@ -46,6 +51,13 @@ type Session struct {
 	// caller: RoleOwner, or the role of a share. Not stored with the
 	// session; "" where no caller was asked about.
 	Role Role
+}
+
+// Mount is a host folder (Source) shown read-only at Target in a
+// session's sandbox.
+type Mount struct {
+	Source string `json:"source"`
+	Target string `json:"target,omitempty"`
 }
 
 // Role is what a user may do in a session. The owner may do everything;

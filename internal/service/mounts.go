@@ -35,3 +35,28 @@ func (s *Service) resolveMounts(ms []backend.Mount) ([]backend.Mount, error) {
 	}
 	return out, nil
 }
+
+// storedMounts are a session's resolved mounts as the store keeps them.
+func storedMounts(ms []backend.Mount) []kiln.Mount {
+	var out []kiln.Mount
+	for _, m := range ms {
+		out = append(out, kiln.Mount{Source: m.Source, Target: m.Target})
+	}
+	return out
+}
+
+// resumedMounts are a resumed session's stored mounts, checked against
+// today's roots: one the administrator no longer allows, or whose folder
+// is gone or now a symlink, is left out, and logged.
+func (s *Service) resumedMounts(rec kiln.Session) []backend.Mount {
+	var out []backend.Mount
+	for _, m := range rec.Mounts {
+		ok, err := s.resolveMounts([]backend.Mount{{Source: m.Source, Target: m.Target}})
+		if err != nil {
+			s.log.Warn("a resumed session's mount is left out", "session", rec.ID, "source", m.Source, "err", kiln.Message(err))
+			continue
+		}
+		out = append(out, ok...)
+	}
+	return out
+}

@@ -50,6 +50,10 @@ func (s *Service) recover(ctx context.Context) error {
 			// opens with (not re-checked against the ceiling: it was
 			// checked when set, by its owner or an admin).
 			l.policy = rec.Network.Normal()
+			// Its stored mounts, checked against today's roots, and the
+			// user's build caches.
+			l.mounts = s.sandboxMounts(s.resumedMounts(rec))
+			l.buildCache = s.buildCacheFor(kiln.User{ID: rec.UserID}, "")
 			s.sessions[rec.ID] = l
 		}
 		if err := s.finishRunning(ctx, rec); err != nil {

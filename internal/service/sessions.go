@@ -223,7 +223,8 @@ func (s *Service) freshSession(ctx context.Context, u kiln.User, spec SessionSpe
 	}
 	now := time.Now()
 	rec := kiln.Session{ID: id, UserID: u.ID, Languages: spec.Languages, Limits: spec.Limits,
-		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: sess.ID(), Network: spec.Network}
+		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: sess.ID(), Network: spec.Network,
+		Mounts: storedMounts(spec.Mounts)}
 	l := newLive(rec, path, sess)
 	l.mounts = s.sandboxMounts(spec.Mounts)
 	l.buildCache = cache

@@ -13,15 +13,20 @@ import (
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
-const sessionCols = `id, user_id, languages, limits, metadata, status, end_reason, idle_ttl, created, last_active, ended, sandbox_id, network`
+const sessionCols = `id, user_id, languages, limits, metadata, status, end_reason, idle_ttl, created, last_active, ended, sandbox_id, network, mounts`
 
 func scanSession(r scanner) (Session, error) {
 	var s Session
-	var langs, limits, meta, network string
+	var langs, limits, meta, network, mounts string
 	var ttl, created, active, ended int64
 	if err := r.Scan(&s.ID, &s.UserID, &langs, &limits, &meta, &s.Status, &s.EndReason, &ttl,
-		&created, &active, &ended, &s.SandboxID, &network); err != nil {
+		&created, &active, &ended, &s.SandboxID, &network, &mounts); err != nil {
 		return s, err
+	}
+	if mounts != "" { // '' in rows from before mounts were kept: none
+		if err := json.Unmarshal([]byte(mounts), &s.Mounts); err != nil {
+			return s, fmt.Errorf("session %s mounts: %w", s.ID, err)
+		}
 	}
 	if network != "" { // '' in rows from before the policy was kept: none
 		if err := json.Unmarshal([]byte(network), &s.Network); err != nil {
@@ -91,15 +96,21 @@ func (s *DB) CreateSession(ctx context.Context, ss *Session) error {
 	if err != nil {
 		return err
 	}
+	mounts := ""
+	if len(ss.Mounts) > 0 {
+		if mounts, err = toJSON(ss.Mounts); err != nil {
+			return err
+		}
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var exists int
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = $1`, ss.UserID).Scan(&exists); err != nil {
 			return one(err, "create session")
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			ss.ID, ss.UserID, langs, limits, meta, string(ss.Status), "", int64(ss.IdleTTL),
-			nanos(ss.Created), nanos(ss.LastActive), int64(0), ss.SandboxID, network); err != nil {
+			nanos(ss.Created), nanos(ss.LastActive), int64(0), ss.SandboxID, network, mounts); err != nil {
 			return s.conflict(err, "create session")
 		}
 		for _, k := range slices.Sorted(maps.Keys(ss.Metadata)) {

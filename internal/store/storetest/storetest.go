@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RunCache", testRunCache},
 		{"Shares", testShares},                 // shares.go
 		{"SessionNetwork", testSessionNetwork}, // network.go
+		{"SessionMounts", testSessionMounts},   // mounts.go
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
