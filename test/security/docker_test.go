@@ -457,6 +457,8 @@ var dockerLines = map[string]dockerLine{
 	"bash ps sort tr ":            {"bash exe kiln ps sort tr ", whySameUID, true},
 	`["node"] true`:               {`["kiln","exe","node"] true`, whySameUID, true},
 	"EMFILE highest fd 31":        {"EMFILE highest fd 19999", whyRlimits, true},
+	"EFBIG 1048576":               {"ENOSPC 268435456", whyRlimits + " (a file grows until /tmp is full)", true},
+	"fds ['0', '1', '2', '3']":    {"fds ['0', '1', '2', '3', '4', '5']", whySameUID + " (the probes' opens of /proc/1/exe and /proc/1/mem succeeded and hold 3 and 4)", true},
 	"limit (32, 32)":              {"limit (20000, 20000)", whyRlimits, true},
 	"raise refused":               {"raised", whyRlimits, true},
 	"32":                          {"20000", whyRlimits, true},
@@ -700,4 +702,14 @@ func attackCancel(t *testing.T, ctx context.Context, r engine.Run) (res result, 
 	}
 	theSuite.checkNoSecrets(t, res.Stdout+res.Stderr)
 	return res, false
+}
+
+// sandboxGroups is how Python prints os.getgroups() of user code, with
+// U for sandboxUID: none natively; on Docker the engine gives the
+// container's user its own gid as its one supplementary group.
+func sandboxGroups() string {
+	if theSuite != nil && theSuite.onDocker() {
+		return "[U]"
+	}
+	return "[]"
 }

@@ -350,12 +350,12 @@ for p in sorted(found):
     proc.stdin.close()
     proc.wait()
     for s in seen:
-        if s not in ("Uid: UID UID UID UID", "Gid: UID UID UID UID"):
+        if s not in ("Uid: KILNUID KILNUID KILNUID KILNUID", "Gid: KILNUID KILNUID KILNUID KILNUID"):
             bad.append((p, s))
 print("ran", len(ran) > 0)
 print("elevated", bad)
 print("euid", os.geteuid())
-`, "UID", sandboxUID)), kiln.Limits{Timeout: 60 * time.Second})
+`, "KILNUID", sandboxUID)), kiln.Limits{Timeout: 60 * time.Second})
 	// The host's own setuid binaries are what the sandbox sees in /usr.
 	var n int
 	for _, top := range []string{"/usr/bin", "/usr/sbin", "/usr/lib", "/usr/libexec"} {

@@ -165,7 +165,7 @@ print("ids", os.getresuid(), os.getresgid(), os.getgroups())
 			"setgid 0 EPERM",
 			"setgroups 0 EPERM",
 			"setuid 65534 EPERM",
-			strings.ReplaceAll("ids (U, U, U) (U, U, U) []", "U", sandboxUID),
+			strings.ReplaceAll("ids (U, U, U) (U, U, U) "+sandboxGroups(), "U", sandboxUID),
 		)
 	})
 	t.Run("node", func(t *testing.T) {
