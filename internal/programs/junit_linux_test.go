@@ -82,6 +82,14 @@ func TestJavaJUnit(t *testing.T) {
 		}
 	})
 
+	t.Run("none found", func(t *testing.T) {
+		src := "public class Main {\n    public static void main(String[] a) {}\n}\n"
+		o := run(t, sb.Agent, Program{Language: lng("java"), Code: []byte(src), Test: true, Timeout: 2 * time.Minute})
+		if !o.res.Tests || o.res.Exit.Code == 0 || len(o.res.TestCases) != 0 {
+			t.Errorf("tests asked of a class without any: %v, cases %v; want a failed run, not a pass", o, o.res.TestCases)
+		}
+	})
+
 	t.Run("all pass", func(t *testing.T) {
 		src := "import org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.Assertions.*;\n\n" +
 			"public class Main {\n    @Test void one() { assertEquals(2, 1 + 1); }\n" +

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/batch"
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/lang"
 )
@@ -171,4 +172,43 @@ func listDir(t *testing.T, dir string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestBuildCacheSharedAtOnce: a user's sandboxes share the build caches
+// while they run at once (each with its own host uid): a batch of
+// identical Go and C++ items, run concurrently, all pass, and a rerun of
+// them is served from the caches' builds.
+func TestBuildCacheSharedAtOnce(t *testing.T) {
+	ts := newNativeService(t, Config{Workspaces: "tmpfs", UserConcurrency: 4})
+	for _, name := range []string{"go", "cpp"} {
+		if l, err := lang.Lookup(name); err != nil || l.Available() != nil {
+			t.Skipf("needs the %s runtime", name)
+		}
+	}
+	u := ts.user(t, "alice", false)
+	var items []batch.Item
+	for range 4 {
+		items = append(items,
+			batch.Item{Language: "go", Code: "func Sq(x int) int { return x * x }\n",
+				Check: batch.Check{Test: "import \"testing\"\n\nfunc TestSq(t *testing.T) {\n\tif Sq(7) != 49 {\n\t\tt.Fatal(Sq(7))\n\t}\n}\n"}},
+			batch.Item{Language: "cpp", Code: "#include <iostream>\nint main() { std::cout << 6 * 7 << std::endl; }\n", Check: batch.Check{Stdout: strp("42\n")}})
+	}
+	for round := range 2 {
+		_, w, err := ts.CreateBatch(ctxT(t, 10*time.Minute), u, BatchRequest{Items: items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		built := 0
+		for i, r := range collectBatch(t, w) {
+			if !r.Passed {
+				t.Errorf("round %d, item %d (%s): %s %s\nstderr %q", round, i, items[i].Language, r.Reason, r.Detail, r.Result.Stderr)
+			}
+			if r.Result.BuildUsage != nil {
+				built++
+			}
+		}
+		if round == 1 && built != 0 {
+			t.Errorf("the rerun built %d of %d items; want every build from the caches", built, len(items))
+		}
+	}
 }
