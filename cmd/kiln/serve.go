@@ -78,6 +78,7 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.IntVar(&f.svc.QueueLength, "queue", sd.QueueLength, "cells and runs waiting at most; beyond, 503 at once")
 	fs.IntVar(&f.svc.UserQueueLength, "user-queue", 0, "cells and runs of one user waiting at most; beyond, 429 at once (default: a quarter of --queue)")
 	fs.Int64Var(&f.svc.MaxCodeBytes, "max-code", sd.MaxCodeBytes, "bytes of code per cell or one-shot run")
+	fs.Int64Var(&f.svc.BuildCacheBytes, "build-cache", service.DefaultBuildCacheBytes, "bytes of build caches per user (Go's build cache, compiled programs, Cargo's target directory); a user's over it are dropped (negative: no build caches)")
 	fs.Func("mount-root", "allow sessions to mount folders under this host `folder` read-only (repeatable; none: no mounts)", func(v string) error {
 		return addMountRoot(&f.svc.MountRoots, v)
 	})
