@@ -34,6 +34,12 @@
 //	POST   /v1/sessions/{id}/complete       CompleteRequest -> Completion (owner; the kernel's completions)
 //	POST   /v1/sessions/{id}/format         FormatRequest -> Formatted (owner, collaborator; the language's
 //	                                        formatter run in the sandbox)
+//	GET    /v1/sessions/{id}/git/status     GitStatus: the workspace as a git repository (git runs in the sandbox)
+//	POST   /v1/sessions/{id}/git/init       GitStatus (owner, collaborator)
+//	GET    /v1/sessions/{id}/git/diff       ?path=&staged= -> GitDiff
+//	POST   /v1/sessions/{id}/git/stage      GitStageRequest -> GitStatus (owner, collaborator)
+//	POST   /v1/sessions/{id}/git/commit     GitCommitRequest -> GitCommit (201; owner, collaborator)
+//	GET    /v1/sessions/{id}/git/log        ?limit= -> GitLog
 //	POST   /v1/sessions/{id}/interrupt      stops the running cell (204)
 //	POST   /v1/sessions/{id}/restart        ?language= restarts kernels, keeps files (204)
 //	PUT    /v1/sessions/{id}/network        NetworkPolicy -> Session (owner; within the server's ceiling

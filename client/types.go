@@ -137,6 +137,54 @@ type Formatted struct {
 	Code string `json:"code"`
 }
 
+// GitStatus is the workspace as a git repository
+// (GET /v1/sessions/{id}/git/status); Repo false when it is not one.
+type GitStatus struct {
+	Repo   bool      `json:"repo"`
+	Branch string    `json:"branch,omitempty"`
+	Files  []GitFile `json:"files"`
+}
+
+// GitFile is a changed path with its index and worktree states as git
+// status --porcelain gives them (M, A, D, R, ?, space).
+type GitFile struct {
+	Path     string `json:"path"`
+	Index    string `json:"index"`
+	Worktree string `json:"worktree"`
+}
+
+// GitDiff is a diff (GET /v1/sessions/{id}/git/diff); Cut when it was
+// over 1 MiB and cut there.
+type GitDiff struct {
+	Diff string `json:"diff"`
+	Cut  bool   `json:"cut,omitempty"`
+}
+
+// GitStageRequest stages paths (POST /v1/sessions/{id}/git/stage).
+type GitStageRequest struct {
+	Paths []string `json:"paths"`
+}
+
+// GitCommitRequest commits what is staged
+// (POST /v1/sessions/{id}/git/commit).
+type GitCommitRequest struct {
+	Message string `json:"message"`
+}
+
+// GitCommit is one commit.
+type GitCommit struct {
+	Hash    string    `json:"hash"`
+	Author  string    `json:"author"`
+	Time    time.Time `json:"time"`
+	Subject string    `json:"subject"`
+}
+
+// GitLog is the last commits, newest first
+// (GET /v1/sessions/{id}/git/log).
+type GitLog struct {
+	Commits []GitCommit `json:"commits"`
+}
+
 // SessionUse is what an active session uses now.
 type SessionUse struct {
 	WorkspaceBytes      int64 `json:"workspace_bytes"`

@@ -166,6 +166,12 @@ func (s *Server) register() {
 	s.handle("GET /v1/sessions/{id}/export", s.exportNotebook) // export.go
 	s.handle("POST /v1/sessions/{id}/complete", s.complete)    // editor.go
 	s.handle("POST /v1/sessions/{id}/format", s.format)
+	s.handle("GET /v1/sessions/{id}/git/status", s.gitStatus) // git.go
+	s.handle("POST /v1/sessions/{id}/git/init", s.gitInit)
+	s.handle("GET /v1/sessions/{id}/git/diff", s.gitDiff)
+	s.handle("POST /v1/sessions/{id}/git/stage", s.gitStage)
+	s.handle("POST /v1/sessions/{id}/git/commit", s.gitCommit)
+	s.handle("GET /v1/sessions/{id}/git/log", s.gitLog)
 	s.handle("GET /v1/sessions/{id}/shares", s.listShares)
 	s.handle("PUT /v1/sessions/{id}/shares/{user_id}", s.putShare)
 	s.handle("DELETE /v1/sessions/{id}/shares/{user_id}", s.deleteShare)

@@ -6,6 +6,7 @@ import { button, h, toast } from "./dom";
 import { CodeEditor, setEditorTheme, loadMonaco } from "./editor";
 import { Files } from "./files";
 import { History } from "./history";
+import { GitPanel } from "./git";
 import { formatTTL, sessionUse } from "./format";
 import { Notebook } from "./notebook";
 import { shareDialog } from "./share";
@@ -216,7 +217,13 @@ async function notebookScreen(id: string): Promise<void> {
     history.load();
   }, { title: "the session's execution history", cls: "tab" });
   histTab.setAttribute("role", "tab");
-  tabs.append(nbTab, histTab);
+  const git = new GitPanel(id, session.role === "viewer", () => files.refresh());
+  const gitTab = button("Git", () => {
+    select(gitTab, git.el);
+    void git.load();
+  }, { title: "the workspace as a git repository", cls: "tab" });
+  gitTab.setAttribute("role", "tab");
+  tabs.append(nbTab, histTab, gitTab);
   const select = (tab: HTMLElement, body: HTMLElement) => {
     for (const t of tabs.children) t.setAttribute("aria-selected", String(t === tab));
     pane.replaceChildren(body);

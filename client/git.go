@@ -1,0 +1,56 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// GitStatus reports the session's workspace as a git repository.
+func (c *Client) GitStatus(ctx context.Context, sessionID string) (*GitStatus, error) {
+	var out GitStatus
+	return &out, c.get(ctx, route("/v1/sessions/", sessionID, "/git/status"), nil, &out)
+}
+
+// GitInit makes the workspace a repository.
+func (c *Client) GitInit(ctx context.Context, sessionID string) (*GitStatus, error) {
+	var out GitStatus
+	return &out, c.doJSON(ctx, http.MethodPost, route("/v1/sessions/", sessionID, "/git/init"), struct{}{}, &out)
+}
+
+// GitDiff is the diff of path ("" for all): the worktree against the
+// index, or with staged the index against HEAD.
+func (c *Client) GitDiff(ctx context.Context, sessionID, path string, staged bool) (*GitDiff, error) {
+	q := url.Values{}
+	if path != "" {
+		q.Set("path", path)
+	}
+	if staged {
+		q.Set("staged", "true")
+	}
+	var out GitDiff
+	return &out, c.get(ctx, route("/v1/sessions/", sessionID, "/git/diff"), q, &out)
+}
+
+// GitStage stages paths.
+func (c *Client) GitStage(ctx context.Context, sessionID string, paths []string) (*GitStatus, error) {
+	var out GitStatus
+	return &out, c.doJSON(ctx, http.MethodPost, route("/v1/sessions/", sessionID, "/git/stage"), GitStageRequest{Paths: paths}, &out)
+}
+
+// GitCommit commits what is staged.
+func (c *Client) GitCommit(ctx context.Context, sessionID, message string) (*GitCommit, error) {
+	var out GitCommit
+	return &out, c.doJSON(ctx, http.MethodPost, route("/v1/sessions/", sessionID, "/git/commit"), GitCommitRequest{Message: message}, &out)
+}
+
+// GitLog lists the last limit commits (0: the server's default).
+func (c *Client) GitLog(ctx context.Context, sessionID string, limit int) (*GitLog, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out GitLog
+	return &out, c.get(ctx, route("/v1/sessions/", sessionID, "/git/log"), q, &out)
+}
