@@ -48,7 +48,7 @@ func dockerImage(ctx context.Context, b *docker.Backend) (built bool, err error)
 	if err != nil {
 		return false, kiln.Wrap(kiln.Internal, err, "cannot find kiln's own binary")
 	}
-	ref, built, err := b.BuildImage(ctx, exe)
+	ref, built, err := b.FindImage(ctx, exe) // BuildImage, without hashing unchanged inputs again
 	if err != nil {
 		return false, err
 	}

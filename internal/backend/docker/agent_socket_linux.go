@@ -39,10 +39,22 @@ const agentSocketPath = "/run/kiln/agent.sock"
 func (b *Backend) socketDir() (string, error) {
 	b.sockOnce.Do(func() {
 		for _, dir := range []string{"/run/kiln/docker", filepath.Join(os.TempDir(), "kiln-docker")} {
-			if b.sockErr = os.MkdirAll(dir, 0o700); b.sockErr == nil {
-				b.sockDir = dir
-				return
+			// The parent as the native backend makes it (0755: its
+			// sandboxes' uids pass through /run/kiln), this one 0700.
+			if b.sockErr = os.MkdirAll(filepath.Dir(dir), 0o755); b.sockErr != nil {
+				continue
 			}
+			if b.sockErr = os.Mkdir(dir, 0o700); b.sockErr != nil && !errors.Is(b.sockErr, fs.ErrExist) {
+				continue
+			}
+			// Only a directory of this user's that nobody else can write
+			// (one found in /tmp might be anyone's).
+			if !ownDir(dir) {
+				b.sockErr = fmt.Errorf("%s is not this user's own 0700 directory", dir)
+				continue
+			}
+			b.sockDir, b.sockErr = dir, nil
+			return
 		}
 	})
 	return b.sockDir, b.sockErr

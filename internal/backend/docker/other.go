@@ -38,6 +38,9 @@ func (b *Backend) Reap(context.Context) (int, error) {
 func (b *Backend) BuildImage(context.Context, string) (string, bool, error) {
 	return "", false, needsLinux()
 }
+func (b *Backend) FindImage(context.Context, string) (string, bool, error) {
+	return "", false, needsLinux()
+}
 func (b *Backend) CreateSandbox(context.Context, backend.Spec) (backend.Sandbox, error) {
 	return backend.Sandbox{}, needsLinux()
 }
