@@ -406,7 +406,7 @@ const (
 	whySameUID  = "the container's init and agent run as the user's uid and /proc has no hidepid, so user code sees and may signal them, and read their /proc entries (docs/DOCKER.md: one uid in a container)"
 	whyRlimits  = "the agent in container mode sets no per-process rlimits (open files, file size, core): the engine's defaults hold"
 	whyUserUID  = "no user namespace under Docker: the file is the process's own and opens; the kernel refuses the write (EPERM/EACCES), which Python reports only when the file is closed, after the probe"
-	whySys      = "Docker mounts a read-only sysfs: user code can read the host's device and CPU topology; natively there is no /sys"
+	whySys      = "a container always has a /sys mount point; the Docker backend masks it with an empty read-only tmpfs (maskedPaths), where natively there is none"
 	whyTIOCSTI  = "kiln's Docker profile does not refuse ioctl(TIOCSTI/TIOCLINUX): the call reaches the kernel, which answers ENOTTY on a pipe; on a terminal it could push input into the sandbox's own terminal"
 )
 
@@ -435,9 +435,8 @@ var dockerLines = map[string]dockerLine{
 	"sandbox sandbox sandbox":                   {"kiln kiln kiln", "the Docker backend names its containers' host kiln", false},
 	"oom_score_adj -1000 EACCES":                {"oom_score_adj -1000 ok", whyUserUID, false},
 	"own uid_map EACCES":                        {"own uid_map ok", whyUserUID, false},
-	"cgroup release_agent ENOENT":               {"cgroup release_agent EROFS", "the engine mounts the container's cgroups read-only; natively there is no /sys", false},
-	"list /sys ENOENT":                          {"list /sys ok", whySys, true},
-	"ls /sys ENOENT":                            {"ls /sys ok", whySys, true},
+	"list /sys ENOENT":                          {"list /sys ok", whySys, false},
+	"ls /sys ENOENT":                            {"ls /sys ok", whySys, false},
 	"pidfd_send_signal agent EPERM": {"pidfd_send_signal agent ok",
 		"PID 1 is the container's init, not the agent, and runs as the user's uid: the signal is sent, and the kernel drops SIGKILL to a namespace's init from inside it (it still runs: the test's host checks)", false},
 	"TIOCSTI stdin EPERM":         {"TIOCSTI stdin ENOTTY", whyTIOCSTI, true},
@@ -507,7 +506,7 @@ const dockerGapPrefix = "known gap of the Docker backend (issue 14): "
 // reviewed view (TestGoldenFileSystemView).
 var dockerViewExtra = map[string][]string{"/": {".dockerenv", "kiln", "run", "sys"}, "/dev": {"mqueue"}, "/etc": {"mtab"}}
 
-const dockerViewWhy = "the engine adds /.dockerenv, /etc/mtab (a link to /proc/self/mounts), /dev/mqueue and a read-only /sys (a known gap: TestProcSysAndSys) to every container; /run holds the sockets the service binds in (/run/kiln/agent.sock, and egress.sock under a network policy); the image holds the agent as /kiln (kiln's own binary, no secret)"
+const dockerViewWhy = "the engine adds /.dockerenv, /etc/mtab (a link to /proc/self/mounts), /dev/mqueue and /sys (masked: empty) to every container; /run holds the sockets the service binds in (/run/kiln/agent.sock, and egress.sock under a network policy); the image holds the agent as /kiln (kiln's own binary, no secret)"
 
 // wantDir is the reviewed listing of the sandbox's root.
 func wantDir(dir string) []string {
@@ -653,6 +652,12 @@ func (s *suite) dockerPosture(t *testing.T, b *box, pid int) {
 		for _, p := range []string{"/", "/usr", "/proc/sys"} {
 			if m, ok := byPoint[p]; !ok || !slices.Contains(m.options, "ro") {
 				t.Errorf("%s is not read-only: %+v (present %v)", p, m, ok)
+			}
+		}
+		// /sys and /proc/pressure are masked (maskedPaths): empty, read-only.
+		for _, p := range []string{"/sys", "/proc/pressure"} {
+			if m := byPoint[p]; m.fstype != "tmpfs" || !slices.Contains(m.options, "ro") {
+				t.Errorf("%s: want it masked by an empty read-only tmpfs, got %+v", p, m)
 			}
 		}
 		for _, p := range []string{"/tmp", "/dev/shm"} {

@@ -171,6 +171,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 		HostConfig: &container.HostConfig{
 			Runtime:        b.runtime,
 			NetworkMode:    "none",
+			MaskedPaths:    maskedPaths,
 			ReadonlyRootfs: true,
 			CapDrop:        []string{"ALL"},
 			SecurityOpt:    []string{"no-new-privileges", "seccomp=" + string(profile)},
