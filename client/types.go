@@ -195,6 +195,11 @@ type SessionUse struct {
 	// IdleSecondsLeft is how long the session has until its idle time-out
 	// ends it if nothing happens (the whole time-out while busy).
 	IdleSecondsLeft int64 `json:"idle_seconds_left"`
+	// CPUMs and PeakMemoryBytes are what the session's user code used in
+	// its current sandbox (its cgroup); absent where the backend does not
+	// measure them or the session has no sandbox now.
+	CPUMs           *int64 `json:"cpu_ms,omitempty"`
+	PeakMemoryBytes *int64 `json:"peak_memory_bytes,omitempty"`
 }
 
 // ShareRequest shares a session with a user or changes the share's role

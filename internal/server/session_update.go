@@ -22,17 +22,21 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, s.withUse(fromSession(rec), time.Now()))
+	return writeJSON(w, http.StatusOK, s.withUse(r, fromSession(rec), time.Now()))
 }
 
 // withUse adds what an active session uses now, when it is active here.
-func (s *Server) withUse(cs client.Session, now time.Time) client.Session {
+func (s *Server) withUse(r *http.Request, cs client.Session, now time.Time) client.Session {
 	if cs.Status != string(kiln.SessionActive) {
 		return cs
 	}
-	if u, ok := s.svc.SessionUse(cs.ID, now); ok {
+	if u, ok := s.svc.SessionUse(r.Context(), cs.ID, now); ok {
 		cs.Use = &client.SessionUse{WorkspaceBytes: u.WorkspaceBytes, WorkspaceLimitBytes: u.WorkspaceLimitBytes,
 			Busy: u.Busy, IdleSecondsLeft: int64(u.IdleLeft / time.Second)}
+		if u.Measured {
+			cpu, peak := u.CPUTime.Milliseconds(), u.PeakMemoryBytes
+			cs.Use.CPUMs, cs.Use.PeakMemoryBytes = &cpu, &peak
+		}
 	}
 	return cs
 }

@@ -59,7 +59,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c *call) e
 	out := client.SessionList{Sessions: make([]client.Session, 0, len(list)), NextCursor: next}
 	now := time.Now()
 	for _, rec := range list {
-		out.Sessions = append(out.Sessions, s.withUse(fromSession(rec), now))
+		out.Sessions = append(out.Sessions, s.withUse(r, fromSession(rec), now))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -77,7 +77,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, s.withUse(fromSession(rec), time.Now()))
+	return writeJSON(w, http.StatusOK, s.withUse(r, fromSession(rec), time.Now()))
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -66,13 +66,24 @@ type SessionUse struct {
 	WorkspaceLimitBytes int64         // the workspace's size
 	Busy                bool          // running a cell, a stream or a file operation: the idle clock is stopped
 	IdleLeft            time.Duration // until the idle time-out ends it, counted from its last activity
+	// CPUTime and PeakMemoryBytes are what the session's user code used
+	// in its current sandbox, where the backend measures it (native's
+	// cgroups); Measured says they are there.
+	Measured        bool
+	CPUTime         time.Duration
+	PeakMemoryBytes int64
+}
+
+// usageReporter is a backend that reads a sandbox's cgroup (native).
+type usageReporter interface {
+	SandboxUsage(ctx context.Context, id string) (cpu time.Duration, peakMemory int64, err error)
 }
 
 // SessionUse reports what session id, active in this process, uses;
 // false when it is not active here. The caller has already authorized
 // (it lists or got the session). A workspace whose usage cannot be read
 // reports 0 bytes used.
-func (s *Service) SessionUse(id string, now time.Time) (SessionUse, bool) {
+func (s *Service) SessionUse(ctx context.Context, id string, now time.Time) (SessionUse, bool) {
 	l := s.lookup(id)
 	if l == nil {
 		return SessionUse{}, false
@@ -88,6 +99,14 @@ func (s *Service) SessionUse(id string, now time.Time) (SessionUse, bool) {
 		u.WorkspaceBytes = used
 		if size > 0 {
 			u.WorkspaceLimitBytes = size
+		}
+	}
+	l.mu.Lock()
+	sess := l.sess
+	l.mu.Unlock()
+	if r, ok := s.engine.Backend().(usageReporter); ok && sess != nil {
+		if cpu, peak, err := r.SandboxUsage(ctx, sess.ID()); err == nil {
+			u.Measured, u.CPUTime, u.PeakMemoryBytes = true, cpu, peak
 		}
 	}
 	return u, true

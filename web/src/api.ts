@@ -76,7 +76,7 @@ export interface Session {
   name?: string; // metadata "name", set by renameSession
   use?: SessionUse; // only for a session active in the server's process
 }
-export interface SessionUse { workspace_bytes: number; workspace_limit_bytes: number; busy: boolean; idle_seconds_left: number }
+export interface SessionUse { workspace_bytes: number; workspace_limit_bytes: number; busy: boolean; idle_seconds_left: number; cpu_ms?: number; peak_memory_bytes?: number }
 export interface NetworkPolicy { mode: "none" | "allowlist"; allow?: string[] }
 export interface EgressRecord {
   time: string; host: string; port: number; addr?: string; kind: string; allowed: boolean; reason?: string;

@@ -144,7 +144,7 @@ export class CodeEditor {
     const canComplete = ed.createContextKey<boolean>("kiln.canComplete", false);
     ed.onDidChangeCursorPosition((e) => {
       const model = ed.getModel();
-      const before = model ? model.getLineContent(e.position.lineNumber).slice(0, e.position.column - 1) : "";
+      const before = model && !model.isDisposed() ? model.getLineContent(e.position.lineNumber).slice(0, e.position.column - 1) : "";
       canComplete.set(!!this.opts.complete && /[\w.]$/.test(before));
     });
     ed.addAction({ id: "kiln.complete.tab", label: "Complete", keybindings: [m.KeyCode.Tab],
@@ -216,7 +216,10 @@ export class CodeEditor {
     this.disposed = true;
     const uri = this.ed?.getModel()?.uri.toString();
     if (uri) byModel.delete(uri);
-    this.ed?.getModel()?.dispose();
+    // The editor first: disposing its model under it fires events on a
+    // disposed model.
+    const model = this.ed?.getModel();
     this.ed?.dispose();
+    model?.dispose();
   }
 }

@@ -96,8 +96,12 @@ export function formatLeft(seconds: number): string {
 }
 
 // sessionUse is the list's one line of what a session uses.
-export function sessionUse(u: { workspace_bytes: number; workspace_limit_bytes: number; busy: boolean; idle_seconds_left: number } | undefined): string {
+export function sessionUse(u: { workspace_bytes: number; workspace_limit_bytes: number; busy: boolean; idle_seconds_left: number; cpu_ms?: number; peak_memory_bytes?: number } | undefined): string {
   if (!u) return "—";
-  const disk = `disk ${formatBytes(u.workspace_bytes)} of ${formatBytes(u.workspace_limit_bytes)}`;
-  return `${disk} · ${u.busy ? "busy (idle clock stopped)" : `idle ends in ${formatLeft(u.idle_seconds_left)}`}`;
+  const parts = [];
+  if (u.cpu_ms !== undefined) parts.push(`CPU ${formatDuration(u.cpu_ms * 1e6)}`);
+  if (u.peak_memory_bytes !== undefined) parts.push(`memory peak ${formatBytes(u.peak_memory_bytes)}`);
+  parts.push(`disk ${formatBytes(u.workspace_bytes)} of ${formatBytes(u.workspace_limit_bytes)}`);
+  parts.push(u.busy ? "busy (idle clock stopped)" : `idle ends in ${formatLeft(u.idle_seconds_left)}`);
+  return parts.join(" · ");
 }

@@ -2,12 +2,13 @@
 // saves, the name stays after a reload, a bad name shows the server's
 // reason) and the list's use column (disk of the workspace, idle time-out
 // left). test/browser's TestSessionListInBrowser runs it.
-import { api, check, newSession, run, shot } from "./lib.mjs";
+import { api, check, newSession, run, runIn, shot } from "./lib.mjs";
 
 await run("SESSIONS OK", async (page) => {
   await newSession(page);
   const id = decodeURIComponent(page.url().match(/#\/s\/([^/]+)$/)[1]);
-  // A file, so the workspace uses some disk.
+  // A cell that uses CPU and memory, and a file, so the workspace uses some disk.
+  await runIn(page, 0, "x = bytearray(50 * 1024 * 1024)\nsum(range(3_000_000))");
   const put = await api(page, "PUT", `/v1/sessions/${id}/files/data.bin`, "x".repeat(200000));
   check(put.status === 200 || put.status === 201, `a 200 kB file is written (${put.status})`);
   await page.goto(new URL("#/", page.url()).href);
@@ -15,6 +16,8 @@ await run("SESSIONS OK", async (page) => {
   const row = page.locator(`tr[data-session="${id}"]`);
   const use = await row.locator("td.use").innerText();
   check(/disk \d+(\.\d)? KiB of \d/.test(use) && /idle ends in \d+ min/.test(use), `the list shows the workspace's disk use and the idle time-out left: ${use}`);
+  const peak = use.match(/memory peak (\d+(?:\.\d)?) MiB/);
+  check(/CPU \d/.test(use) && peak && Number(peak[1]) >= 50, `the list shows the sandbox's CPU time and a memory peak over the cell's 50 MiB: ${use}`);
 
   await row.getByRole("button", { name: `rename session ${id}` }).click();
   const box = row.getByRole("textbox", { name: `new name for session ${id}` });
