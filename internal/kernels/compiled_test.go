@@ -161,3 +161,38 @@ func BenchmarkPythonKernelBoot(b *testing.B) {
 		b.ReportMetric(median(cpu[precompiled]), name+"-cpu-ms")
 	}
 }
+
+// BenchmarkPythonKernelCell is a warm `1+1` in the Python kernel on the
+// host (no sandbox, no agent): the kernel's own part of a warm cell. It
+// reports the kernel process's CPU per cell (rusage), in µs.
+func BenchmarkPythonKernelCell(b *testing.B) {
+	spec := Python()
+	if _, err := os.Stat(spec.Argv[0]); err != nil {
+		b.Skipf("%s not installed: %v", spec.Argv[0], err)
+	}
+	argv, payload := spec.Boot()
+	k := kerneltest.StartBoot(b, argv, spec.Env, payload, b.TempDir())
+	for range 3 {
+		k.Exec("1+1")
+	}
+	// utime and stime, in clock ticks of 10 ms: the 14th and 15th fields.
+	cpu := func() time.Duration {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(k.Cmd.Process.Pid) + "/stat")
+		if err != nil {
+			return 0
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		return time.Duration(u+s) * 10 * time.Millisecond
+	}
+	start := cpu()
+	n := 0
+	for b.Loop() {
+		if r := k.Exec("1+1"); r.Status != "ok" {
+			b.Fatalf("cell: %+v", r)
+		}
+		n++
+	}
+	b.ReportMetric(float64((cpu()-start).Microseconds())/float64(n), "kernel-cpu-µs/op")
+}

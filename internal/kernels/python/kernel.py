@@ -39,6 +39,10 @@ _lock = _thread.allocate_lock()
 _armed = False  # a cell's code is running: SIGINT raises KeyboardInterrupt
 _critical = False  # the main thread is writing a message: defer the interrupt
 _pending = False  # an interrupt was deferred
+# A cell's execute_result, encoded, waiting to go out with the next message
+# (the cell's done at the latest): one write and one wake-up of the agent
+# instead of two per cell, in the same order.
+_result_out = b""
 _cell = None  # id of the running cell; displays outside a cell are dropped
 _open = None  # id of a cell whose Done is not sent yet
 _count = 0  # cells executed, for "<cell N>"
@@ -107,13 +111,17 @@ def _encode(msg):
     return s.encode("ascii") + b"\n"
 
 
-def _send(msg):
-    global _critical, _pending
+def _send(msg, hold=False):
+    global _critical, _pending, _result_out
     if os.getpid() != _PID:  # a fork of the kernel must not talk
         return
     data = _encode(msg)
     main = _thread.get_ident() == _MAIN_THREAD
     with _lock:
+        data, _result_out = _result_out + data, b""
+        if hold:
+            _result_out = data
+            return
         if main:
             _critical = True
         try:
@@ -165,7 +173,9 @@ def _messages():
             yield _held.pop(0)
             continue
         with _rlock:
-            msg = _pop()
+            # A stdin read of a left-over thread may have moved the next
+            # message to _held while this waited for the lock.
+            msg = _held.pop(0) if _held else _pop()
             while msg is None:
                 try:
                     chunk = _os_read(_CH, 1 << 20)
@@ -493,7 +503,7 @@ def _send_display(kind, data, md):
     msg = {"type": kind, "cell": cell, "data": data}
     if md:
         msg["metadata"] = md
-    _send(msg)
+    _send(msg, hold=kind == "execute_result")
 
 
 def display(*objs, include=None, exclude=None, metadata=None, transient=None, display_id=None, raw=False, clear=False, **kwargs):
