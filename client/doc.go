@@ -40,6 +40,8 @@
 //	POST   /v1/sessions/{id}/git/stage      GitStageRequest -> GitStatus (owner, collaborator)
 //	POST   /v1/sessions/{id}/git/commit     GitCommitRequest -> GitCommit (201; owner, collaborator)
 //	GET    /v1/sessions/{id}/git/log        ?limit= -> GitLog
+//	POST   /v1/sessions/{id}/git/restore    GitRestoreRequest -> GitStatus (a file as it was in a commit)
+//	POST   /v1/sessions/{id}/git/bundle     GitBundleRequest -> GitStatus (a new repository from a bundle file)
 //	POST   /v1/sessions/{id}/interrupt      stops the running cell (204)
 //	POST   /v1/sessions/{id}/restart        ?language= restarts kernels, keeps files (204)
 //	PUT    /v1/sessions/{id}/network        NetworkPolicy -> Session (owner; within the server's ceiling

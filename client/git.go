@@ -54,3 +54,15 @@ func (c *Client) GitLog(ctx context.Context, sessionID string, limit int) (*GitL
 	var out GitLog
 	return &out, c.get(ctx, route("/v1/sessions/", sessionID, "/git/log"), q, &out)
 }
+
+// GitRestore checks out path as it was in commit.
+func (c *Client) GitRestore(ctx context.Context, sessionID, commit, path string) (*GitStatus, error) {
+	var out GitStatus
+	return &out, c.doJSON(ctx, http.MethodPost, route("/v1/sessions/", sessionID, "/git/restore"), GitRestoreRequest{Commit: commit, Path: path}, &out)
+}
+
+// GitFromBundle makes the workspace a repository from a git bundle in it.
+func (c *Client) GitFromBundle(ctx context.Context, sessionID, bundle string) (*GitStatus, error) {
+	var out GitStatus
+	return &out, c.doJSON(ctx, http.MethodPost, route("/v1/sessions/", sessionID, "/git/bundle"), GitBundleRequest{Bundle: bundle}, &out)
+}

@@ -171,6 +171,19 @@ type GitCommitRequest struct {
 	Message string `json:"message"`
 }
 
+// GitRestoreRequest checks out Path as it was in Commit (a hash or
+// HEAD~N) (POST /v1/sessions/{id}/git/restore).
+type GitRestoreRequest struct {
+	Commit string `json:"commit"`
+	Path   string `json:"path"`
+}
+
+// GitBundleRequest makes the workspace a repository from a git bundle
+// file in it (POST /v1/sessions/{id}/git/bundle).
+type GitBundleRequest struct {
+	Bundle string `json:"bundle"`
+}
+
 // GitCommit is one commit.
 type GitCommit struct {
 	Hash    string    `json:"hash"`

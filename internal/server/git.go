@@ -92,3 +92,27 @@ func (s *Server) gitLog(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
+
+func (s *Server) gitRestore(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req client.GitRestoreRequest
+	if err := decode(w, r, s.cfg.MaxJSONBytes, &req); err != nil {
+		return err
+	}
+	st, err := s.svc.GitRestore(r.Context(), c.user, r.PathValue("id"), req.Commit, req.Path)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, fromGitStatus(st))
+}
+
+func (s *Server) gitFromBundle(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req client.GitBundleRequest
+	if err := decode(w, r, s.cfg.MaxJSONBytes, &req); err != nil {
+		return err
+	}
+	st, err := s.svc.GitFromBundle(r.Context(), c.user, r.PathValue("id"), req.Bundle)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, fromGitStatus(st))
+}

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,4 +81,76 @@ func TestGitRoutes(t *testing.T) {
 	}
 	_, err = viewer.GitStage(ctx, s.ID, []string{"notes.txt"})
 	wantProblem(t, "a viewer stages", err, 403, "forbidden")
+}
+
+// TestGitRestoreAndBundle: /git/restore brings a file back as it was in a
+// commit (a bad commit name is a 400), and /git/bundle starts a
+// workspace's repository from an uploaded bundle, once.
+func TestGitRestoreAndBundle(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/git"); err != nil {
+		t.Skip("needs git (Debian's git package)")
+	}
+	e := newEnv(t, options{})
+	ctx := ctxT(t)
+	s, err := e.admin.CreateSession(ctx, client.SessionRequest{Languages: []string{"python"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.GitInit(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.Upload(ctx, s.ID, "notes.txt", strings.NewReader("first\n"), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.GitStage(ctx, s.ID, []string{"notes.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.admin.GitCommit(ctx, s.ID, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.Upload(ctx, s.ID, "notes.txt", strings.NewReader("overwritten\n"), true); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.admin.GitRestore(ctx, s.ID, "--output=x", "notes.txt")
+	wantProblem(t, "restore from an option", err, 400, "invalid")
+	if _, err := e.admin.GitRestore(ctx, s.ID, c.Hash[:10], "notes.txt"); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if _, err := e.admin.Download(ctx, s.ID, "notes.txt", &b); err != nil || b.String() != "first\n" {
+		t.Errorf("notes.txt after the restore: %q, %v; want first", b.String(), err)
+	}
+
+	// A bundle made on the host, uploaded to a second session.
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main", "src"}, {"-C", "src", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "from the bundle"},
+		{"-C", "src", "bundle", "create", "-q", "../repo.bundle", "HEAD", "main"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	bundle, err := os.Open(filepath.Join(dir, "repo.bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bundle.Close()
+	s2, err := e.admin.CreateSession(ctx, client.SessionRequest{Languages: []string{"python"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.Upload(ctx, s2.ID, "repo.bundle", bundle, false); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.admin.GitFromBundle(ctx, s2.ID, "repo.bundle"); err != nil || !st.Repo {
+		t.Fatalf("from the bundle: %+v, %v", st, err)
+	}
+	log, err := e.admin.GitLog(ctx, s2.ID, 5)
+	if err != nil || len(log.Commits) != 1 || log.Commits[0].Subject != "from the bundle" {
+		t.Errorf("log after the bundle: %+v, %v; want its one commit", log, err)
+	}
+	_, err = e.admin.GitFromBundle(ctx, s2.ID, "repo.bundle")
+	wantProblem(t, "a bundle into a repository", err, 409, "conflict")
 }

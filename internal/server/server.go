@@ -172,6 +172,8 @@ func (s *Server) register() {
 	s.handle("POST /v1/sessions/{id}/git/stage", s.gitStage)
 	s.handle("POST /v1/sessions/{id}/git/commit", s.gitCommit)
 	s.handle("GET /v1/sessions/{id}/git/log", s.gitLog)
+	s.handle("POST /v1/sessions/{id}/git/restore", s.gitRestore)
+	s.handle("POST /v1/sessions/{id}/git/bundle", s.gitFromBundle)
 	s.handle("GET /v1/sessions/{id}/shares", s.listShares)
 	s.handle("PUT /v1/sessions/{id}/shares/{user_id}", s.putShare)
 	s.handle("DELETE /v1/sessions/{id}/shares/{user_id}", s.deleteShare)

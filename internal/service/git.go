@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -296,4 +297,56 @@ func (s *Service) GitLog(ctx context.Context, u kiln.User, sessionID string, n i
 		out = append(out, GitCommit{Hash: f[0], Author: f[1], Time: time.Unix(sec, 0).UTC(), Subject: strings.ToValidUTF8(f[3], "?")})
 	}
 	return out, nil
+}
+
+// gitRev is what GitRestore accepts as a commit: a hash (at least 4 hex
+// digits) or HEAD with an optional ~N; nothing git could read as an option
+// or a ref expression of another kind.
+var gitRev = regexp.MustCompile(`^([0-9a-fA-F]{4,64}|HEAD(~[0-9]{1,6})?)$`)
+
+// GitRestore checks out path as it was in commit, in the worktree and the
+// index (git checkout COMMIT -- PATH).
+func (s *Service) GitRestore(ctx context.Context, u kiln.User, sessionID, commit, p string) (GitStatus, error) {
+	if !gitRev.MatchString(commit) {
+		return GitStatus{}, kiln.Errorf(kiln.Invalid, "commit %q must be a commit hash (4 to 64 hex digits) or HEAD~N", trunc(commit, 80))
+	}
+	specs, err := checkGitPaths([]string{p})
+	if err != nil {
+		return GitStatus{}, err
+	}
+	r, err := s.git(ctx, u, sessionID, kiln.RoleCollaborator, 64<<10, "checkout", "--quiet", commit, "--", specs[0])
+	if err != nil {
+		return GitStatus{}, err
+	}
+	if r.code != 0 {
+		return GitStatus{}, r.failed("checkout")
+	}
+	return s.GitStatus(ctx, u, sessionID)
+}
+
+// GitFromBundle makes the workspace a repository with the history of a
+// git bundle in the workspace (git init, then a pull of the bundle's
+// HEAD), for a workspace that is not a repository yet.
+func (s *Service) GitFromBundle(ctx context.Context, u kiln.User, sessionID, bundle string) (GitStatus, error) {
+	if _, err := checkGitPaths([]string{bundle}); err != nil {
+		return GitStatus{}, err
+	}
+	st, err := s.GitStatus(ctx, u, sessionID)
+	if err != nil {
+		return GitStatus{}, err
+	}
+	if st.Repo {
+		return GitStatus{}, kiln.Errorf(kiln.Conflict, "the workspace is a git repository already; a bundle starts a new one")
+	}
+	if _, err := s.GitInit(ctx, u, sessionID); err != nil {
+		return GitStatus{}, err
+	}
+	r, err := s.git(ctx, u, sessionID, kiln.RoleCollaborator, 64<<10, "pull", "--quiet", "--no-rebase", "--", "./"+path.Clean(bundle), "HEAD")
+	if err != nil {
+		return GitStatus{}, err
+	}
+	if r.code != 0 {
+		return GitStatus{}, r.failed("pull from the bundle")
+	}
+	return s.GitStatus(ctx, u, sessionID)
 }

@@ -42,8 +42,11 @@ export class GitPanel {
     }
     this.diff.replaceChildren();
     if (!st.repo) {
+      const bundle = h("input", { type: "text", placeholder: "repo.bundle", "aria-label": "a git bundle file in the workspace" });
       this.body.replaceChildren(h("p", {}, "The workspace is not a git repository."),
-        this.readOnly ? "" : button("Initialise a repository", () => void this.act(() => json("POST", `${this.base}/init`)), { title: "make the workspace a git repository (git init)" }));
+        this.readOnly ? "" : h("p", {}, button("Initialise a repository", () => void this.act(() => json("POST", `${this.base}/init`)), { title: "make the workspace a git repository (git init)" }),
+          " or, from a bundle you uploaded, ", bundle, " ",
+          button("Start from the bundle", () => void this.act(() => json("POST", `${this.base}/bundle`, { bundle: bundle.value })), { title: "start the repository from the git bundle file named in the box" })));
       return;
     }
     const rows = st.files.map((f) => {
@@ -72,12 +75,27 @@ export class GitPanel {
       const { commits } = await json<{ commits: GitCommit[] }>("GET", `${this.base}/log?limit=50`);
       if (!commits.length) log.append(h("li", { class: "muted" }, "no commits yet"));
       for (const c of commits) {
-        log.append(h("li", { class: "git-commit-item" }, h("code", {}, c.hash.slice(0, 8)), " ", c.subject,
-          h("span", { class: "muted" }, ` — ${c.author}, ${new Date(c.time).toLocaleString()}`)));
+        const li = h("li", { class: "git-commit-item", "data-commit": c.hash }, h("code", {}, c.hash.slice(0, 8)), " ", c.subject,
+          h("span", { class: "muted" }, ` — ${c.author}, ${new Date(c.time).toLocaleString()} `));
+        if (!this.readOnly) li.append(button("Restore a file…", () => this.restoreForm(li, c), { title: `restore a file as it was in ${c.hash.slice(0, 8)}` }));
+        log.append(li);
       }
     } catch (e) {
       log.append(h("li", { class: "error" }, (e as Error).message));
     }
+  }
+
+  // restoreForm asks which file to bring back as it was in commit c.
+  private restoreForm(li: HTMLElement, c: GitCommit): void {
+    li.querySelector(".git-restore")?.remove();
+    const path = h("input", { type: "text", placeholder: "path/in/workspace", "aria-label": `file to restore from ${c.hash.slice(0, 8)}` });
+    const go = () => void this.act(async () => {
+      await json("POST", `${this.base}/restore`, { commit: c.hash, path: path.value });
+      toast(`restored ${path.value} from ${c.hash.slice(0, 8)}`, "info");
+    });
+    path.addEventListener("keydown", (e) => e.key === "Enter" && go());
+    li.append(h("span", { class: "git-restore" }, " ", path, " ", button("Restore", go, { title: `restore the file as it was in ${c.hash.slice(0, 8)}` })));
+    path.focus();
   }
 
   private async act(fn: () => Promise<unknown>): Promise<void> {

@@ -1,6 +1,7 @@
 // The Git tab in the browser: initialise the workspace as a repository,
 // see a file a cell wrote as untracked, commit it with a message and find
-// it in the log, then see a later change in the diff view.
+// it in the log, see a later change in the diff view, then restore the
+// file as it was in the commit.
 // test/browser's TestGitPanelInBrowser runs it.
 import { check, newSession, run, runIn, shot } from "./lib.mjs";
 
@@ -33,4 +34,13 @@ await run("GIT OK", async (page) => {
   await diff.waitFor();
   check((await diff.locator("span.add").allInnerTexts()).some((l) => l.trim() === "+3,4"), "the diff view shows the added line");
   await shot(page, "git-panel");
+
+  // Restore the file as it was in the commit: it is no longer changed.
+  const item = page.locator(".git-log li", { hasText: "Add the data" });
+  await item.getByRole("button", { name: /^restore a file as it was in/ }).click();
+  await item.getByRole("textbox").fill("data.csv");
+  await item.getByRole("button", { name: /^restore the file as it was in/ }).click();
+  await page.locator(".toast", { hasText: "restored data.csv" }).waitFor();
+  await page.waitForFunction(() => !document.querySelector('.git-files tr[data-path="data.csv"]'));
+  check(true, "restoring data.csv from the commit leaves it unchanged");
 });
