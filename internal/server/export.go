@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/yuin/goldmark"
@@ -115,9 +116,16 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
-var exportMarkdown = goldmark.New(goldmark.WithExtensions(extension.GFM)) // raw HTML and dangerous links are left out by default
-
-var ansiCodes = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+// Built on first use, not at package init: every sandbox stage is this
+// binary and pays for what its packages' init does (cmd/kiln's
+// TestSandboxStagesInitIsLight).
+var (
+	exportMarkdown = sync.OnceValue(func() goldmark.Markdown {
+		return goldmark.New(goldmark.WithExtensions(extension.GFM)) // raw HTML and dangerous links are left out by default
+	})
+	ansiCodes  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`) })
+	base64Text = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9+/]*={0,2}$`) })
+)
 
 type exportCell struct {
 	Markdown bool
@@ -160,13 +168,13 @@ func renderNotebook(id string, doc nbDoc, now time.Time) ([]byte, error) {
 		cells = append(cells, ec)
 	}
 	var b bytes.Buffer
-	err := exportPage.Execute(&b, map[string]any{"ID": id, "Cells": cells, "When": now.UTC().Format("2006-01-02 15:04 UTC"), "CSP": exportCSP})
+	err := exportPage().Execute(&b, map[string]any{"ID": id, "Cells": cells, "When": now.UTC().Format("2006-01-02 15:04 UTC"), "CSP": exportCSP})
 	return b.Bytes(), err
 }
 
 func exportMD(src string) template.HTML {
 	var b bytes.Buffer
-	if err := exportMarkdown.Convert([]byte(src), &b); err != nil {
+	if err := exportMarkdown().Convert([]byte(src), &b); err != nil {
 		return template.HTML(template.HTMLEscapeString(src))
 	}
 	return template.HTML(b.String()) // goldmark without WithUnsafe: no raw HTML, no javascript: links
@@ -176,15 +184,15 @@ func exportOutput(o nbOut) exportOut {
 	switch o.Kind {
 	case "stream":
 		if o.Name == "stderr" {
-			return exportOut{Stderr: ansiCodes.ReplaceAllString(o.Text, "")}
+			return exportOut{Stderr: ansiCodes().ReplaceAllString(o.Text, "")}
 		}
-		return exportOut{Stream: ansiCodes.ReplaceAllString(o.Text, "")}
+		return exportOut{Stream: ansiCodes().ReplaceAllString(o.Text, "")}
 	case "error":
 		t := o.Name + ": " + o.Message
 		if len(o.Traceback) > 0 {
 			t += "\n" + strings.Join(o.Traceback, "\n")
 		}
-		return exportOut{Error: ansiCodes.ReplaceAllString(t, "")}
+		return exportOut{Error: ansiCodes().ReplaceAllString(t, "")}
 	case "notice":
 		return exportOut{Notice: o.Text}
 	case "display":
@@ -192,8 +200,6 @@ func exportOutput(o nbOut) exportOut {
 	}
 	return exportOut{Notice: fmt.Sprintf("(an output of kind %q, not exported)", trunc(o.Kind, 40))}
 }
-
-var base64Text = regexp.MustCompile(`^[A-Za-z0-9+/]*={0,2}$`)
 
 // exportDisplay picks the richest MIME type of a bundle, in the web notebook's
 // order.
@@ -222,7 +228,7 @@ func exportDisplay(data map[string]any) exportOut {
 	for _, m := range []string{"image/png", "image/jpeg", "image/gif"} {
 		if v, ok := text(m); ok {
 			v = strings.Join(strings.Fields(v), "")
-			if base64Text.MatchString(v) {
+			if base64Text().MatchString(v) {
 				return exportOut{Image: template.URL("data:" + m + ";base64," + v)}
 			}
 			return exportOut{Notice: "(an image whose data is not base64, not exported)"}
@@ -241,12 +247,14 @@ func exportDisplay(data map[string]any) exportOut {
 		}
 	}
 	if v, ok := text("text/plain"); ok {
-		return exportOut{Text: ansiCodes.ReplaceAllString(v, "")}
+		return exportOut{Text: ansiCodes().ReplaceAllString(v, "")}
 	}
 	return exportOut{Notice: "(an output of a type the export does not show)"}
 }
 
-var exportPage = template.Must(template.New("export").Parse(`<!doctype html>
+var exportPage = sync.OnceValue(func() *template.Template { return template.Must(template.New("export").Parse(exportHTML)) })
+
+const exportHTML = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -284,4 +292,4 @@ iframe { width: 100%; height: 360px; border: 1px solid #e7e5e4; }
 {{end}}{{end}}{{end}}</section>
 {{end}}</body>
 </html>
-`))
+`

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -302,12 +303,12 @@ func (s *Service) GitLog(ctx context.Context, u kiln.User, sessionID string, n i
 // gitRev is what GitRestore accepts as a commit: a hash (at least 4 hex
 // digits) or HEAD with an optional ~N; nothing git could read as an option
 // or a ref expression of another kind.
-var gitRev = regexp.MustCompile(`^([0-9a-fA-F]{4,64}|HEAD(~[0-9]{1,6})?)$`)
+var gitRev = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9a-fA-F]{4,64}|HEAD(~[0-9]{1,6})?)$`) })
 
 // GitRestore checks out path as it was in commit, in the worktree and the
 // index (git checkout COMMIT -- PATH).
 func (s *Service) GitRestore(ctx context.Context, u kiln.User, sessionID, commit, p string) (GitStatus, error) {
-	if !gitRev.MatchString(commit) {
+	if !gitRev().MatchString(commit) {
 		return GitStatus{}, kiln.Errorf(kiln.Invalid, "commit %q must be a commit hash (4 to 64 hex digits) or HEAD~N", trunc(commit, 80))
 	}
 	specs, err := checkGitPaths([]string{p})
