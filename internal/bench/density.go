@@ -273,7 +273,6 @@ func (r *DensityReport) measure(ctx context.Context, h *harness, cg *cgroups.Hos
 		if err != nil {
 			continue // gone since the listing
 		}
-		st.PSS += p
 		if isKernel(pid) {
 			st.KernelPSS += p
 		} else {
@@ -295,7 +294,8 @@ func (r *DensityReport) measure(ctx context.Context, h *harness, cg *cgroups.Hos
 	if st.Sandboxes != n {
 		return st, fmt.Errorf("found %d sandbox cgroups for %d open sessions", st.Sandboxes, n)
 	}
-	st.PSS, st.KernelPSS, st.KilnPSS, st.Cgroup = st.PSS/int64(n), st.KernelPSS/int64(n), st.KilnPSS/int64(n), st.Cgroup/int64(n)
+	st.KernelPSS, st.KilnPSS, st.Cgroup = st.KernelPSS/int64(n), st.KilnPSS/int64(n), st.Cgroup/int64(n)
+	st.PSS = st.KernelPSS + st.KilnPSS // the parts, each rounded, add up
 	st.Procs, st.Threads = float64(len(procs))/float64(n), float64(threads)/float64(n)
 
 	// Warm cells in random sessions, interleaved with a round trip that
