@@ -38,6 +38,7 @@
 //	POST   /v1/sessions/{id}/git/init       GitStatus (owner, collaborator)
 //	GET    /v1/sessions/{id}/git/diff       ?path=&staged= -> GitDiff
 //	POST   /v1/sessions/{id}/git/stage      GitStageRequest -> GitStatus (owner, collaborator)
+//	POST   /v1/sessions/{id}/git/unstage    GitStageRequest -> GitStatus (owner, collaborator)
 //	POST   /v1/sessions/{id}/git/commit     GitCommitRequest -> GitCommit (201; owner, collaborator)
 //	GET    /v1/sessions/{id}/git/log        ?limit= -> GitLog
 //	POST   /v1/sessions/{id}/git/restore    GitRestoreRequest -> GitStatus (a file as it was in a commit)

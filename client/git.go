@@ -51,6 +51,15 @@ func (c *Client) GitStage(ctx context.Context, sessionID string, paths []string)
 	return &out, nil
 }
 
+// GitUnstage takes paths out of the index, keeping the files.
+func (c *Client) GitUnstage(ctx context.Context, sessionID string, paths []string) (*GitStatus, error) {
+	var out GitStatus
+	if err := c.doJSON(ctx, http.MethodPost, route("/v1/sessions/", sessionID, "/git/unstage"), GitStageRequest{Paths: paths}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // GitCommit commits what is staged.
 func (c *Client) GitCommit(ctx context.Context, sessionID, message string) (*GitCommit, error) {
 	var out GitCommit

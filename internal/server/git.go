@@ -62,6 +62,18 @@ func (s *Server) gitStage(w http.ResponseWriter, r *http.Request, c *call) error
 	return writeJSON(w, http.StatusOK, fromGitStatus(st))
 }
 
+func (s *Server) gitUnstage(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req client.GitStageRequest
+	if err := decode(w, r, s.cfg.MaxJSONBytes, &req); err != nil {
+		return err
+	}
+	st, err := s.svc.GitUnstage(r.Context(), c.user, r.PathValue("id"), req.Paths)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, fromGitStatus(st))
+}
+
 func (s *Server) gitCommit(w http.ResponseWriter, r *http.Request, c *call) error {
 	var req client.GitCommitRequest
 	if err := decode(w, r, s.cfg.MaxJSONBytes, &req); err != nil {

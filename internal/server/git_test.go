@@ -11,7 +11,7 @@ import (
 )
 
 // TestGitRoutes: the /git routes make the workspace a repository, list
-// a new file as untracked, diff a change, stage and commit it as the
+// a new file as untracked, stage and unstage it, diff a change, stage and commit it as the
 // caller, and log it; a path outside the workspace, an empty message and
 // a commit with nothing staged are refused saying why, and a viewer
 // reads but does not commit.
@@ -43,6 +43,14 @@ func TestGitRoutes(t *testing.T) {
 	wantProblem(t, "commit with nothing staged", err, 409, "conflict")
 	_, err = e.admin.GitStage(ctx, s.ID, []string{"../etc/passwd"})
 	wantProblem(t, "stage a path outside the workspace", err, 400, "invalid")
+	st, err = e.admin.GitStage(ctx, s.ID, []string{"notes.txt"})
+	if err != nil || len(st.Files) != 1 || st.Files[0].Index != "A" {
+		t.Fatalf("status after stage: %+v, %v; want notes.txt added", st, err)
+	}
+	st, err = e.admin.GitUnstage(ctx, s.ID, []string{"notes.txt"})
+	if err != nil || len(st.Files) != 1 || st.Files[0].Index != "?" {
+		t.Fatalf("status after unstage: %+v, %v; want notes.txt untracked again", st, err)
+	}
 	if _, err := e.admin.GitStage(ctx, s.ID, []string{"notes.txt"}); err != nil {
 		t.Fatal(err)
 	}

@@ -170,6 +170,7 @@ func (s *Server) register() {
 	s.handle("POST /v1/sessions/{id}/git/init", s.gitInit)
 	s.handle("GET /v1/sessions/{id}/git/diff", s.gitDiff)
 	s.handle("POST /v1/sessions/{id}/git/stage", s.gitStage)
+	s.handle("POST /v1/sessions/{id}/git/unstage", s.gitUnstage)
 	s.handle("POST /v1/sessions/{id}/git/commit", s.gitCommit)
 	s.handle("GET /v1/sessions/{id}/git/log", s.gitLog)
 	s.handle("POST /v1/sessions/{id}/git/restore", s.gitRestore)

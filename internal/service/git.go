@@ -233,6 +233,26 @@ func (s *Service) GitStage(ctx context.Context, u kiln.User, sessionID string, p
 	return s.GitStatus(ctx, u, sessionID)
 }
 
+// GitUnstage takes paths out of the index, keeping the worktree's files
+// (git reset -- PATHS; in a repository without commits too).
+func (s *Service) GitUnstage(ctx context.Context, u kiln.User, sessionID string, paths []string) (GitStatus, error) {
+	if len(paths) == 0 {
+		return GitStatus{}, kiln.Errorf(kiln.Invalid, "paths is empty: name the files to unstage")
+	}
+	specs, err := checkGitPaths(paths)
+	if err != nil {
+		return GitStatus{}, err
+	}
+	r, err := s.git(ctx, u, sessionID, kiln.RoleCollaborator, 64<<10, append([]string{"reset", "--quiet", "--"}, specs...)...)
+	if err != nil {
+		return GitStatus{}, err
+	}
+	if r.code != 0 {
+		return GitStatus{}, r.failed("reset")
+	}
+	return s.GitStatus(ctx, u, sessionID)
+}
+
 // GitCommit commits what is staged with message, as u, and returns the
 // new commit.
 func (s *Service) GitCommit(ctx context.Context, u kiln.User, sessionID, message string) (GitCommit, error) {

@@ -56,8 +56,9 @@ export class GitPanel {
         h("td", { class: "muted" }, gitState(f)));
     });
     const message = h("textarea", { rows: 2, placeholder: "commit message", "aria-label": "commit message" });
+    const selected = () => Array.from(this.body.querySelectorAll<HTMLInputElement>("input[type=checkbox]:checked")).map((b) => b.dataset.path!);
     const commit = async () => {
-      const paths = Array.from(this.body.querySelectorAll<HTMLInputElement>("input[type=checkbox]:checked")).map((b) => b.dataset.path!);
+      const paths = selected();
       if (!message.value.trim()) return toast("write a commit message first");
       await this.act(async () => {
         if (paths.length) await json("POST", `${this.base}/stage`, { paths });
@@ -69,7 +70,9 @@ export class GitPanel {
     this.body.replaceChildren(h("p", {}, `On branch ${st.branch || "(none)"} · ${st.files.length ? `${st.files.length} changed` : "nothing to commit"}`),
       st.files.length ? h("table", { class: "git-files", "aria-label": "changed files" }, ...rows) : "",
       this.readOnly || !st.files.length ? "" : h("div", { class: "git-commit" }, message,
-        button("Commit selected", () => void commit(), { title: "stage the selected files and commit them" })),
+        button("Commit selected", () => void commit(), { title: "stage the selected files and commit them" }),
+        button("Stage", () => void this.act(() => json("POST", `${this.base}/stage`, { paths: selected() })), { title: "stage the selected files" }),
+        button("Unstage", () => void this.act(() => json("POST", `${this.base}/unstage`, { paths: selected() })), { title: "unstage the selected files (they stay in the workspace)" })),
       h("h3", {}, "Log"), log);
     try {
       const { commits } = await json<{ commits: GitCommit[] }>("GET", `${this.base}/log?limit=50`);

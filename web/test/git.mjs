@@ -19,6 +19,11 @@ await run("GIT OK", async (page) => {
   const row = page.locator('.git-files tr[data-path="data.csv"]');
   await row.waitFor();
   check((await row.innerText()).includes("untracked"), "the file the cell wrote is untracked");
+  await page.getByRole("button", { name: "stage the selected files", exact: true }).click();
+  await page.locator('.git-files tr[data-path="data.csv"]', { hasText: "added (staged)" }).waitFor();
+  await page.getByRole("button", { name: "unstage the selected files (they stay in the workspace)" }).click();
+  await page.locator('.git-files tr[data-path="data.csv"]', { hasText: "untracked" }).waitFor();
+  check(true, "Stage and Unstage move the file into the index and out again");
   await page.getByRole("textbox", { name: "commit message" }).fill("Add the data");
   await page.getByRole("button", { name: "stage the selected files and commit them" }).click();
   await page.locator(".git-log li", { hasText: "Add the data" }).waitFor();
