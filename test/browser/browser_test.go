@@ -56,13 +56,7 @@ func need(t *testing.T) (web string) {
 // round trip and sign-out.
 func TestNotebookInBrowser(t *testing.T) {
 	web := need(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "kiln")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/kiln")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build kiln: %v\n%s", err, out)
-	}
+	bin := kilnBin
 	url, key := startServe(t, bin)
 
 	shots, _ := filepath.Abs("screenshots")

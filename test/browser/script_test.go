@@ -7,44 +7,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/test/testkiln"
 )
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-	buildOut  []byte
-)
+// kilnBin is the kiln binary that TestMain built for every test here.
+var kilnBin string
 
-// kilnBinary builds kiln once for the tests of this package that share it.
-func kilnBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kiln-browser-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "kiln")
-		build := exec.Command("go", "build", "-o", builtBin, "../../cmd/kiln")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		buildOut, buildErr = build.CombinedOutput()
-	})
-	if buildErr != nil {
-		t.Fatalf("build kiln: %v\n%s", buildErr, buildOut)
-	}
-	return builtBin
-}
+func TestMain(m *testing.M) { os.Exit(testkiln.Main(m, "browser", &kilnBin)) }
 
 // runScript runs web/test/<script> against a kiln serve of its own and
 // fails unless the script exits 0 and prints done.
 func runScript(t *testing.T, script, done string) string {
 	t.Helper()
 	web := need(t)
-	url, key := startServe(t, kilnBinary(t))
+	url, key := startServe(t, kilnBin)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	shots, _ := filepath.Abs("screenshots")

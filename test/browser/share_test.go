@@ -19,13 +19,7 @@ import (
 // revokes, B gets 404.
 func TestSharedSessionInTwoBrowsers(t *testing.T) {
 	web := need(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "kiln")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/kiln")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build kiln: %v\n%s", err, out)
-	}
+	bin := kilnBin
 	url, key := startServe(t, bin)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()

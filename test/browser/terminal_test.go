@@ -17,12 +17,7 @@ import (
 // gives the shell a smaller stty size, and exit ends it.
 func TestTerminalInBrowser(t *testing.T) {
 	web := need(t)
-	bin := filepath.Join(t.TempDir(), "kiln")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/kiln")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build kiln: %v\n%s", err, out)
-	}
+	bin := kilnBin
 	url, key := startServe(t, bin)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
