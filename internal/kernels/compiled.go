@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -105,11 +104,7 @@ func interpreterID(python string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ino := uint64(0)
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
-	return fmt.Sprintf("%s %d %d %d", p, fi.Size(), fi.ModTime().UnixNano(), ino), nil
+	return fmt.Sprintf("%s %d %d %d", p, fi.Size(), fi.ModTime().UnixNano(), inode(fi)), nil
 }
 
 // compileOnHost runs the interpreter, isolated from the environment and
@@ -186,8 +181,7 @@ func ownedPrivately(f *os.File) bool {
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 {
 		return false
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Geteuid()
+	return ownedByMe(fi)
 }
 
 // storeCode writes a compiled kernel to the cache, atomically; a failure
