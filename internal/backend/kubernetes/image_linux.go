@@ -111,14 +111,19 @@ func BuildImage(ctx context.Context, cfg ImageConfig) (ref string, built bool, e
 	ctr := func(args ...string) *exec.Cmd {
 		return exec.CommandContext(ctx, cfg.Ctr, append([]string{"--address", cfg.Containerd, "-n", cfg.Namespace}, args...)...)
 	}
-	out, err := ctr("images", "ls", "-q", "name=="+img.ref).Output()
-	if err != nil {
-		return "", false, kiln.Wrap(kiln.SandboxError, exitErr(err), "cannot list the images of containerd at %s", cfg.Containerd)
+	if img.known() {
+		if err := img.describe(); err != nil {
+			return "", false, err
+		}
+		out, err := ctr("images", "ls", "-q", "name=="+img.ref).Output()
+		if err != nil {
+			return "", false, kiln.Wrap(kiln.SandboxError, exitErr(err), "cannot list the images of containerd at %s", cfg.Containerd)
+		}
+		if strings.TrimSpace(string(out)) == img.ref {
+			return img.ref, false, nil
+		}
 	}
-	if strings.TrimSpace(string(out)) == img.ref {
-		return img.ref, false, nil
-	}
-	out, err = ctr("content", "ls", "-q").Output()
+	out, err := ctr("content", "ls", "-q").Output()
 	if err != nil {
 		return "", false, kiln.Wrap(kiln.SandboxError, exitErr(err), "cannot list containerd's content")
 	}
@@ -141,6 +146,7 @@ func BuildImage(ctx context.Context, cfg ImageConfig) (ref string, built bool, e
 	if err := cmd.Wait(); err != nil || werr != nil {
 		return "", false, kiln.Errorf(kiln.SandboxError, "cannot import the runtimes image: %v %v: %s", werr, err, bytes.TrimSpace(msg.Bytes()))
 	}
+	img.saveCache(cfg.Cache)
 	return img.ref, true, nil
 }
 
@@ -164,10 +170,11 @@ type image struct {
 // layer is one layer: a list of host files, or the bytes of the
 // environment layer.
 type layer struct {
-	root    string  // the host directory names are relative to (/usr's parent)
-	entries []entry // in tar order
-	data    []byte  // the environment layer, already made
-	digest  digest.Digest
+	root    string        // the host directory names are relative to (/usr's parent)
+	entries []entry       // in tar order
+	data    []byte        // the environment layer, already made
+	fp      string        // the fingerprint of a runtime layer
+	digest  digest.Digest // "" until known: from the cache, or once it is sent
 	size    int64
 }
 
@@ -177,9 +184,11 @@ type entry struct {
 	link string // a symlink's target
 }
 
-// planImage walks /usr into layers, learns each layer's digest (from the
-// cache when its fingerprint is there, else by making it once) and makes
-// the config and manifest.
+// planImage walks /usr into layers and learns each layer's size, and its
+// digest when the cache has its fingerprint. A layer not in the cache is
+// not read here: its size comes from its metadata (a tar of zeros), its
+// digest from the one read that sends it (writeOCI), so a cold build
+// reads /usr once.
 func planImage(cfg ImageConfig) (*image, error) {
 	if cfg.Agent == "" {
 		return nil, kiln.Errorf(kiln.Invalid, "the runtimes image needs the agent binary")
@@ -189,31 +198,57 @@ func planImage(cfg ImageConfig) (*image, error) {
 		return nil, err
 	}
 	cache := loadCache(cfg.Cache)
-	next := map[string]cached{}
 	img := &image{}
 	for _, entries := range groups {
 		l := &layer{root: filepath.Dir(cfg.Usr), entries: entries}
-		fp := l.fingerprint()
-		if c, ok := cache[fp]; ok {
+		l.fp = l.fingerprint()
+		if c, ok := cache[l.fp]; ok {
 			l.digest, l.size = c.Digest, c.Size
 		} else {
-			h := sha256.New()
-			n := &countWriter{w: h}
-			if err := l.write(n); err != nil {
+			n := &countWriter{w: io.Discard}
+			if err := l.writeFrom(n, zeros{}); err != nil {
 				return nil, err
 			}
-			l.digest, l.size = digest.NewDigest(digest.SHA256, h), n.n
+			l.size = n.n
 		}
-		next[fp] = cached{l.digest, l.size}
 		img.layers = append(img.layers, l)
 	}
-	saveCache(cfg.Cache, next)
 	env, err := docker.EnvironmentLayer(cfg.Agent)
 	if err != nil {
 		return nil, err
 	}
 	img.layers = append(img.layers, &layer{data: env, digest: digest.FromBytes(env), size: int64(len(env))})
-	return img, img.describe()
+	return img, nil
+}
+
+// known says whether every layer's digest is known, and so the tag.
+func (img *image) known() bool {
+	for _, l := range img.layers {
+		if l.digest == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// saveCache keeps the runtime layers' digests by fingerprint.
+func (img *image) saveCache(path string) {
+	m := map[string]cached{}
+	for _, l := range img.layers {
+		if l.fp != "" && l.digest != "" {
+			m[l.fp] = cached{l.digest, l.size}
+		}
+	}
+	saveCache(path, m)
+}
+
+// zeros reads as endless zero bytes: a layer's tar made from it has the
+// real one's size without reading a file.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 // describe makes the config and manifest of the layers, and the
@@ -248,11 +283,15 @@ func (img *image) describe() error {
 
 // writeOCI writes the image as an OCI layout tar, leaving out the blobs
 // containerd has (have: its digests): ctr import takes them from its
-// store.
+// store. A layer whose digest is not known yet learns it as it is sent;
+// the config, manifest and index, which name the digests, come last.
+// (containerd's importer names every blob by the digest of its bytes,
+// whatever its path in the tar, so a layer sent before its digest is
+// known goes under its fingerprint.)
 func (img *image) writeOCI(w io.Writer, have map[string]bool) error {
 	tw := tar.NewWriter(w)
-	blob := func(d digest.Digest, size int64, write func(io.Writer) error) error {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "blobs/sha256/" + d.Encoded(), Mode: 0o644, Size: size, ModTime: time.Unix(0, 0)}); err != nil {
+	blob := func(name string, size int64, write func(io.Writer) error) error {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "blobs/sha256/" + name, Mode: 0o644, Size: size, ModTime: time.Unix(0, 0)}); err != nil {
 			return err
 		}
 		return write(tw)
@@ -261,24 +300,33 @@ func (img *image) writeOCI(w io.Writer, have map[string]bool) error {
 		return func(w io.Writer) error { _, err := w.Write(b); return err }
 	}
 	for _, l := range img.layers {
-		if have[l.digest.String()] {
+		if l.digest != "" && have[l.digest.String()] {
 			continue
 		}
 		write := l.write
 		if l.data != nil {
 			write = bytesOf(l.data)
 		}
-		if err := blob(l.digest, l.size, func(w io.Writer) error { return verify(l, w, write) }); err != nil {
-			return fmt.Errorf("layer %s: %w", l.digest.Encoded()[:12], err)
+		name := l.fp
+		if l.digest != "" {
+			name = l.digest.Encoded()
 		}
+		if err := blob(name, l.size, func(w io.Writer) error { return verify(l, w, write) }); err != nil {
+			return fmt.Errorf("layer %s: %w", name[:12], err)
+		}
+	}
+	if err := img.describe(); err != nil {
+		return err
 	}
 	md := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(img.manifest), Size: int64(len(img.manifest)),
 		Annotations: map[string]string{"io.containerd.image.name": img.ref, ocispec.AnnotationRefName: strings.TrimPrefix(img.ref, ImageRepository+":")}}
 	index, _ := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{md}})
 	layout, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
 	steps := []func() error{
-		func() error { return blob(digest.FromBytes(img.config), int64(len(img.config)), bytesOf(img.config)) },
-		func() error { return blob(md.Digest, md.Size, bytesOf(img.manifest)) },
+		func() error {
+			return blob(digest.FromBytes(img.config).Encoded(), int64(len(img.config)), bytesOf(img.config))
+		},
+		func() error { return blob(md.Digest.Encoded(), md.Size, bytesOf(img.manifest)) },
 		func() error { return file(tw, ocispec.ImageLayoutFile, layout) },
 		func() error { return file(tw, "index.json", index) },
 		tw.Close,
@@ -291,7 +339,8 @@ func (img *image) writeOCI(w io.Writer, have map[string]bool) error {
 	return nil
 }
 
-// verify writes the layer and checks that it is the one planned: a file
+// verify writes the layer and checks that it is the one planned (its
+// size, and its digest when known; an unknown one is learnt here): a file
 // that changed since (or a stale cache) is an error, not a wrong image.
 func verify(l *layer, w io.Writer, write func(io.Writer) error) error {
 	h := sha256.New()
@@ -299,9 +348,11 @@ func verify(l *layer, w io.Writer, write func(io.Writer) error) error {
 	if err := write(n); err != nil {
 		return err
 	}
-	if got := digest.NewDigest(digest.SHA256, h); got != l.digest || n.n != l.size {
-		return fmt.Errorf("files under /usr changed while the image was built (%s, %d bytes; planned %s, %d): build again", got.Encoded()[:12], n.n, l.digest.Encoded()[:12], l.size)
+	got := digest.NewDigest(digest.SHA256, h)
+	if n.n != l.size || l.digest != "" && got != l.digest {
+		return fmt.Errorf("files under /usr changed while the image was built (%d bytes, planned %d; or another digest than the cache's): build again", n.n, l.size)
 	}
+	l.digest = got
 	return nil
 }
 
@@ -407,7 +458,11 @@ func (l *layer) fingerprint() string {
 // write writes the layer's tar: owners root, setuid and setgid bits
 // dropped (no Pod may gain privileges anyway), mtimes kept to the second
 // (Python checks its .pyc caches against them), hard links kept as links.
-func (l *layer) write(w io.Writer) error {
+func (l *layer) write(w io.Writer) error { return l.writeFrom(w, nil) }
+
+// writeFrom writes the layer with every file's bytes read from content,
+// or from the file itself when content is nil.
+func (l *layer) writeFrom(w io.Writer, content io.Reader) error {
 	tw := tar.NewWriter(w)
 	type inode struct{ dev, ino uint64 }
 	first := map[inode]string{}
@@ -434,7 +489,13 @@ func (l *layer) write(w io.Writer) error {
 			return err
 		}
 		if h.Typeflag == tar.TypeReg {
-			if err := copyFile(tw, filepath.Join(l.root, e.name), h.Size); err != nil {
+			var err error
+			if content != nil {
+				_, err = io.CopyN(tw, content, h.Size)
+			} else {
+				err = copyFile(tw, filepath.Join(l.root, e.name), h.Size)
+			}
+			if err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	digest "github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
@@ -102,13 +105,76 @@ func TestRuntimeLayers(t *testing.T) {
 	if env := img.layers[len(img.layers)-1]; env.data == nil || !bytes.Contains(env.data, []byte("agent")) {
 		t.Errorf("the top layer is not the environment layer with the agent")
 	}
+	checkOCI(t, img, sendImage(t, img, ""))
 	if !strings.HasPrefix(img.ref, ImageRepository+":") || len(img.ref) != len(ImageRepository)+21 {
 		t.Errorf("ref %q; want %s:<20 hex digits>", img.ref, ImageRepository)
 	}
 }
 
-// The tag names the content: planning again unchanged (from the cache)
-// gives the same image; a changed runtime changes its own layer only; a stale cache never gives a wrong image.
+// sendImage writes img as BuildImage sends it to containerd, which has
+// none of its blobs, and keeps its digests in the cache.
+func sendImage(t *testing.T, img *image, cache string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := img.writeOCI(&buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	img.saveCache(cache)
+	return buf.Bytes()
+}
+
+// checkOCI reads the OCI layout tar as containerd's importer does (every
+// blob by the digest of its bytes, whatever its name): the index names
+// the image, and every layer the manifest lists, with the config's diff
+// IDs, is in the tar.
+func checkOCI(t *testing.T, img *image, tarball []byte) {
+	t.Helper()
+	blobs := map[digest.Digest][]byte{}
+	var index []byte
+	tr := tar.NewReader(bytes.NewReader(tarball))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		if h.Name == "index.json" {
+			index = data
+		}
+		blobs[digest.FromBytes(data)] = data
+	}
+	var idx ocispec.Index
+	var m ocispec.Manifest
+	var cfg ocispec.Image
+	if err := json.Unmarshal(index, &idx); err != nil || len(idx.Manifests) != 1 {
+		t.Fatalf("index.json %s: %v", index, err)
+	}
+	if got := idx.Manifests[0].Annotations["io.containerd.image.name"]; got != img.ref {
+		t.Errorf("the index names %q; want %q", got, img.ref)
+	}
+	if err := json.Unmarshal(blobs[idx.Manifests[0].Digest], &m); err != nil {
+		t.Fatalf("the manifest: %v", err)
+	}
+	if err := json.Unmarshal(blobs[m.Config.Digest], &cfg); err != nil {
+		t.Fatalf("the config: %v", err)
+	}
+	if len(m.Layers) != len(img.layers) || len(cfg.RootFS.DiffIDs) != len(m.Layers) {
+		t.Fatalf("%d layers in the manifest, %d diff IDs; want %d", len(m.Layers), len(cfg.RootFS.DiffIDs), len(img.layers))
+	}
+	for i, l := range m.Layers {
+		if b, ok := blobs[l.Digest]; !ok || int64(len(b)) != l.Size || cfg.RootFS.DiffIDs[i] != l.Digest {
+			t.Errorf("layer %d (%s, %d bytes): in the tar %v, diff ID %s", i, l.Digest, l.Size, ok, cfg.RootFS.DiffIDs[i])
+		}
+	}
+}
+
+// The tag names the content: once sent, planning again unchanged knows
+// every digest from the cache and gives the same image without sending;
+// a changed runtime changes its own layer only; a stale cache never
+// gives a wrong image.
 func TestRuntimeImageTag(t *testing.T) {
 	usr, agent := fakeUsr(t)
 	cfg := ImageConfig{Agent: agent, Usr: usr, Cache: filepath.Join(t.TempDir(), "cache.json")}
@@ -121,14 +187,23 @@ func TestRuntimeImageTag(t *testing.T) {
 		return img
 	}
 	first := plan()
-	if again := plan(); again.ref != first.ref {
-		t.Errorf("unchanged: %s, then %s", first.ref, again.ref)
+	if first.known() {
+		t.Fatal("a cold plan knows its digests without reading /usr")
+	}
+	sendImage(t, first, cfg.Cache)
+	again := plan()
+	if !again.known() {
+		t.Fatal("unchanged and sent once: the plan does not know every digest from the cache")
+	}
+	if err := again.describe(); err != nil || again.ref != first.ref {
+		t.Errorf("unchanged: %s, then %s (%v)", first.ref, again.ref, err)
 	}
 	time.Sleep(10 * time.Millisecond) // a new ctime
 	if err := os.WriteFile(filepath.Join(usr, "lib/python3/dist-packages/m.py"), []byte("x = 2"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	changed := plan()
+	checkOCI(t, changed, sendImage(t, changed, cfg.Cache))
 	if changed.ref == first.ref {
 		t.Fatalf("a changed file kept the tag %s", first.ref)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/backend/docker"
 	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
 // Labels on everything the backend makes; List and reaping select on
@@ -60,8 +62,11 @@ type Backend struct {
 	cs    kubernetes.Interface
 	opt   Options
 	owner string
-	mu    sync.Mutex
-	conns map[string]*agentclient.Client
+	// apiServer is the API server's address from a Pod (host, port), or
+	// nil when kiln cannot tell it: isolated checks against it.
+	apiServer []string
+	mu        sync.Mutex
+	conns     map[string]*agentclient.Client
 }
 
 // New connects with the kubeconfig at path ("" for the in-cluster
@@ -97,7 +102,21 @@ func New(ctx context.Context, kubeconfig string, opt Options) (*Backend, error) 
 	if err := b.ensurePolicy(ctx); err != nil {
 		return nil, err
 	}
+	b.apiServer = apiServerAddr(ctx, cs)
 	return b, nil
+}
+
+// apiServerAddr is the API server as a Pod reaches it, the kubernetes
+// Service (or, where kiln may not read it, the address the kubelet gives
+// kiln's own Pod): the address isolated checks a sandbox cannot reach.
+func apiServerAddr(ctx context.Context, cs kubernetes.Interface) []string {
+	if svc, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil && svc.Spec.ClusterIP != "" && len(svc.Spec.Ports) > 0 {
+		return []string{svc.Spec.ClusterIP, fmt.Sprint(svc.Spec.Ports[0].Port)}
+	}
+	if h, p := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT"); h != "" && p != "" {
+		return []string{h, p}
+	}
+	return nil
 }
 
 // SetOwner names the kiln that makes sandboxes, so that two kilns in one
@@ -209,10 +228,43 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 		conn.Close()
 		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, fmt.Errorf("%w; agent said: %s", err, conn.stderr()), "the agent failed to start")
 	}
+	if err := b.isolated(ctx, c); err != nil {
+		c.Close()
+		return backend.Sandbox{}, err
+	}
 	b.mu.Lock()
 	b.conns[id] = c
 	b.mu.Unlock()
 	return backend.Sandbox{ID: id}, nil
+}
+
+// isolated waits until the sandbox cannot reach the API server, before
+// any user code runs in it. The network plugin programs a new Pod's
+// NetworkPolicy asynchronously: on the test cluster (kube-router) a Pod
+// reached the API server for its first moments, before the rules for its
+// address were in. A plugin that never enforces NetworkPolicy fails the
+// create, rather than handing out a sandbox with the cluster's network.
+func (b *Backend) isolated(ctx context.Context, c *agentclient.Client) error {
+	if b.apiServer == nil {
+		return nil
+	}
+	// bash's /dev/tcp connects without any tool in the image; a denied
+	// connect is refused or hangs until the timeout: both mean isolated.
+	probe := protocol.Exec{Argv: []string{"/bin/bash", "-c", "exec 3<>/dev/tcp/$0/$1", b.apiServer[0], b.apiServer[1]}, TimeoutMs: 300, OutputBytes: 1 << 10}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		exit, err := c.Exec(ctx, probe, io.Discard, io.Discard)
+		if err != nil {
+			return kiln.Wrap(kiln.SandboxError, err, "cannot check the sandbox's network isolation")
+		}
+		if exit.Code != 0 || exit.TimedOut {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return kiln.Errorf(kiln.SandboxError, "the sandbox's Pod reaches the API server at %s:%s: this cluster does not enforce kiln's NetworkPolicy (its network plugin must enforce NetworkPolicy)", b.apiServer[0], b.apiServer[1])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // pod is the sandbox's Pod: the security context, requests equal
