@@ -11,6 +11,8 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,4 +179,43 @@ func TestFigures(t *testing.T) {
 	median := func(d []time.Duration) time.Duration { slices.Sort(d); return d[len(d)/2] }
 	t.Logf("Pod create → agent ready: median %v of %d (min %v, max %v)", median(creates), len(creates), creates[0], creates[len(creates)-1])
 	t.Logf("warm /bin/true through the exec stream: median %v of %d", median(cells), len(cells))
+}
+
+// A sandbox cannot take the node's pids: the Pod's pids cgroup (the
+// kubelet's podPidsLimit, 1024 on the test cluster) stops a fork bomb,
+// and the agent still answers afterwards.
+func TestPodPidsLimit(t *testing.T) {
+	b := testBackend(t)
+	_, agent := backendtest.Sandbox(t, b, backend.Spec{})
+	ctx := context.Background()
+	// Children that wait, until a fork fails; then the count, and all killed.
+	script := `import os, signal
+pids = []
+try:
+    while len(pids) < 5000:
+        pid = os.fork()
+        if pid == 0:
+            signal.pause()
+            os._exit(0)
+        pids.append(pid)
+except OSError:
+    pass
+for p in pids:
+    os.kill(p, signal.SIGKILL)
+    os.waitpid(p, 0)
+print(len(pids))
+`
+	var out bytes.Buffer
+	if _, err := agent.Exec(ctx, protocol.Exec{Argv: []string{"/usr/bin/python3", "-c", script}, TimeoutMs: 120_000, OutputBytes: 1 << 16}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out.String()))
+	if err != nil || n >= 1024 {
+		t.Errorf("processes started in the sandbox: %q; want fewer than the Pod's 1024 pids", out.String())
+	}
+	t.Logf("a fork bomb made %d processes before the Pod's pids limit stopped it", n)
+	out.Reset()
+	if _, err := agent.Exec(ctx, protocol.Exec{Argv: []string{"/bin/echo", "alive"}, TimeoutMs: 60_000, OutputBytes: 1 << 10}, &out, &out); err != nil || out.String() != "alive\n" {
+		t.Errorf("the agent after the fork bomb: %q, %v", out.String(), err)
+	}
 }
