@@ -158,8 +158,9 @@ func exitErr(err error) error {
 	return err
 }
 
-// image is a planned runtimes image: its layers' digests are known, the
-// runtime layers' contents are read again only to be sent.
+// image is a planned runtimes image: each layer's size, and its digest
+// once known (from the cache, or as it is sent); config, manifest and
+// ref once every digest is (describe).
 type image struct {
 	layers   []*layer // bottom first; the last is the environment layer
 	config   []byte
