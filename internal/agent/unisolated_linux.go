@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -149,6 +151,12 @@ func plainArgv(req spawn.Request) ([]string, error) {
 // then whatever those fork while they die, until none is left. A process
 // that starts later for another request is spared: it descends from none
 // of the doomed.
+//
+// Each round stops every doomed process before it kills any. Killed one
+// by one, a shell could see its child die and exit 137 on its own before
+// its own SIGKILL landed (the exec then reports an exit code, not the
+// kill), and a fork bomb could fork faster than the walk through /proc.
+// A stopped process does neither, and SIGKILL still ends it.
 func (a *Agent) killDescendants() {
 	self := os.Getpid()
 	doomed := map[int]bool{}
@@ -156,23 +164,45 @@ func (a *Agent) killDescendants() {
 	for p, st := range procs {
 		if p != self && !st.zombie && descends(p, procs, map[int]bool{self: true}) {
 			doomed[p] = true
+			unix.Kill(p, unix.SIGSTOP)
 		}
 	}
+	fresh := slices.Collect(maps.Keys(doomed))
+	for range 100 {
+		stopped := append(fresh, stopDescendants(self, doomed)...)
+		if len(stopped) == 0 {
+			return
+		}
+		for _, p := range stopped {
+			unix.Kill(p, unix.SIGKILL)
+		}
+		fresh = nil
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stopDescendants sends SIGSTOP to every live process not yet doomed that
+// descends from one that is, re-reading /proc until a pass finds none
+// new, so children forked before their parent stopped are caught too.
+// It returns the processes it stopped, now doomed.
+func stopDescendants(self int, doomed map[int]bool) []int {
+	var stopped []int
 	for range 100 {
 		found := false
+		procs := processes()
 		for p, st := range procs {
-			if !st.zombie && p != self && descends(p, procs, doomed) {
+			if p != self && !st.zombie && !doomed[p] && descends(p, procs, doomed) {
 				doomed[p] = true
-				unix.Kill(p, unix.SIGKILL)
+				unix.Kill(p, unix.SIGSTOP)
+				stopped = append(stopped, p)
 				found = true
 			}
 		}
 		if !found {
-			return
+			break
 		}
-		time.Sleep(time.Millisecond)
-		procs = processes()
 	}
+	return stopped
 }
 
 // usage is what user code has used: the cgroup's counters, or without a
