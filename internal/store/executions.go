@@ -57,7 +57,7 @@ func (s *DB) CreateExecution(ctx context.Context, e *Execution) error {
 		// one session get consecutive numbers, and a rollback returns its
 		// number.
 		var seq int64
-		err := tx.QueryRowContext(ctx, `UPDATE sessions SET exec_count = exec_count + 1,
+		err := s.queryRow(ctx, tx, `UPDATE sessions SET exec_count = exec_count + 1,
 			last_active = CASE WHEN last_active < $3 THEN $3 ELSE last_active END
 			WHERE id = $1 AND user_id = $2 RETURNING exec_count`,
 			e.SessionID, e.UserID, nanos(e.Started)).Scan(&seq)
@@ -65,13 +65,15 @@ func (s *DB) CreateExecution(ctx context.Context, e *Execution) error {
 			return one(err, "create execution")
 		}
 		e.Seq = seq
-		_, err = tx.ExecContext(ctx, `INSERT INTO executions (`+execCols+`)
+		_, err = s.exec(ctx, tx, `INSERT INTO executions (`+execCols+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			e.ID, e.SessionID, e.UserID, e.Seq, e.Language, e.Code, e.CodeHash, e.Status, result,
 			nanos(e.Started), nanos(e.Ended), e.Actor)
 		return s.conflict(err, "create execution")
 	})
 }
+
+const finishExecSQL = `UPDATE executions SET status = $3, result = $4, ended = $5 WHERE id = $1 AND user_id = $2`
 
 func (s *DB) FinishExecution(ctx context.Context, userID, id string, result kiln.CellResult, at time.Time) error {
 	if at.IsZero() {
@@ -81,8 +83,7 @@ func (s *DB) FinishExecution(ctx context.Context, userID, id string, result kiln
 	if err != nil {
 		return err
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE executions SET status = $3, result = $4, ended = $5
-		WHERE id = $1 AND user_id = $2`, id, userID, string(result.Status), string(b), nanos(at))
+	res, err := s.exec(ctx, nil, finishExecSQL, id, userID, string(result.Status), string(b), nanos(at))
 	return affected(res, err, "finish execution")
 }
 
@@ -220,14 +221,13 @@ func (s *DB) FinishCell(ctx context.Context, f CellFinish) error {
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if f.ID != "" {
-			res, err := tx.ExecContext(ctx, `UPDATE executions SET status = $3, result = $4, ended = $5
-				WHERE id = $1 AND user_id = $2`, f.ID, f.UserID, string(f.Result.Status), string(b), nanos(f.At))
+			res, err := s.exec(ctx, tx, finishExecSQL, f.ID, f.UserID, string(f.Result.Status), string(b), nanos(f.At))
 			if err := affected(res, err, "finish execution"); err != nil {
 				return err
 			}
 		}
 		if f.CPU > 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO cpu_usage (user_id, day, cpu) VALUES ($1, $2, $3)
+			if _, err := s.exec(ctx, tx, `INSERT INTO cpu_usage (user_id, day, cpu) VALUES ($1, $2, $3)
 				ON CONFLICT (user_id, day) DO UPDATE SET cpu = cpu_usage.cpu + excluded.cpu`, f.UserID, f.Day, int64(f.CPU)); err != nil {
 				return fmt.Errorf("add cpu usage: %w", err)
 			}
@@ -235,7 +235,7 @@ func (s *DB) FinishCell(ctx context.Context, f CellFinish) error {
 		if a == nil {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		_, err := s.exec(ctx, tx, `INSERT INTO audit_log (`+auditCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 			a.ID, nanos(a.Time), a.UserID, a.Action, a.SessionID, a.ExecutionID, a.CodeHash, a.Outcome, string(a.Detail), a.Actor)
 		return s.conflict(err, "append audit")
 	})

@@ -85,12 +85,12 @@ func (s *DB) CreateAPIKey(ctx context.Context, k *APIKey) error {
 }
 
 func (s *DB) APIKeyByHash(ctx context.Context, hash string) (APIKey, error) {
-	k, err := scanKey(s.db.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE hash = $1 AND revoked = 0`, hash))
+	k, err := scanKey(s.queryRow(ctx, nil, `SELECT `+keyCols+` FROM api_keys WHERE hash = $1 AND revoked = 0`, hash))
 	return k, one(err, "get api key")
 }
 
 func (s *DB) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE api_keys SET last_used = $2 WHERE id = $1`, id, nanos(at))
+	res, err := s.exec(ctx, nil, `UPDATE api_keys SET last_used = $2 WHERE id = $1`, id, nanos(at))
 	return affected(res, err, "touch api key")
 }
 

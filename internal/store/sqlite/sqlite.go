@@ -20,7 +20,8 @@ import (
 // Dialect describes SQLite to store.DB. Every transaction begins IMMEDIATE
 // (see Open), so migrations need no extra lock.
 var Dialect = store.Dialect{
-	Name: "sqlite",
+	Name:            "sqlite",
+	CacheStatements: true,
 	IsConflict: func(err error) bool {
 		var e *sqlite.Error
 		if !errors.As(err, &e) {

@@ -11,7 +11,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/store/storetest"
 )
 
-func open(t *testing.T, path string) *store.DB {
+func open(t testing.TB, path string) *store.DB {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
