@@ -68,6 +68,7 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.IntVar(&f.svc.RunPoolSize, "run-pool", 2, "per language (python, javascript), sandboxes with a started interpreter kept ready for one-shot runs, each used once (0 disables)")
 	fs.DurationVar(&f.svc.IdleTTL, "idle-ttl", sd.IdleTTL, "a session's idle TTL when it asks for none")
 	fs.DurationVar(&f.svc.MaxIdleTTL, "max-idle-ttl", sd.MaxIdleTTL, "the longest idle TTL a non-admin may ask for")
+	fs.DurationVar(&f.svc.ReplicaGone, "replica-gone", service.DefaultReplicaGone, "with --db (several replicas): how long a replica may miss heartbeats before another takes over its sessions and batches")
 	addSessionLimitFlags(fs, &f.svc.DefaultLimits, &f.svc.MaxLimits)
 	fs.Int64Var(&f.svc.CPUSecondsPerDay, "cpu-seconds-per-day", 0, "CPU-seconds of cells and runs per user per UTC day; beyond, 429 (0: no budget)")
 	fs.StringVar(&f.config, "config", "", "a JSON file of settings, keyed by these flags' names: {\"max-memory\": \"4G\", \"pool\": 2}; flags on the command line win")
@@ -141,6 +142,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	st, err := openStore(ctx, f)
 	if err != nil {
 		return err
+	}
+	if pg, ok := st.(*store.DB); ok && f.db != "" {
+		f.svc.Replicas, f.svc.ReplicaAddr = postgres.NewReplicas(pg), f.listen
 	}
 	var b engine.Backend
 	if f.backend == "kubernetes" {

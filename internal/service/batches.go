@@ -224,6 +224,9 @@ func (s *Service) resumeBatches(ctx context.Context) error {
 // at once as one user may run (the queue shares them fairly with other
 // users' work), and marks it done when all have a result.
 func (s *Service) startBatch(u kiln.User, b store.Batch) {
+	if !s.claimBatch(b.ID) {
+		return // another replica runs it (replicas.go)
+	}
 	s.done.Add(1)
 	go func() {
 		defer s.done.Done()

@@ -22,7 +22,7 @@ const (
 // removed. The native backend has already removed the old sandboxes,
 // cgroups and mounts when it started.
 func (s *Service) recover(ctx context.Context) error {
-	active, err := s.store.ActiveSessions(ctx)
+	active, err := s.recoverable(ctx)
 	if err != nil {
 		return err
 	}
@@ -43,17 +43,8 @@ func (s *Service) recover(ctx context.Context) error {
 			s.metrics.SessionEnded("restart_lost")
 		} else {
 			keep[rec.ID] = true
-			l := newLive(rec, s.ws.Path(rec.ID), nil)
+			l := s.resumedLive(rec)
 			l.notice = noticeResumed
-			l.nets = s.nets
-			// Its stored policy, which its next sandbox's proxy session
-			// opens with (not re-checked against the ceiling: it was
-			// checked when set, by its owner or an admin).
-			l.policy = rec.Network.Normal()
-			// Its stored mounts, checked against today's roots, and the
-			// user's build caches.
-			l.mounts = s.sandboxMounts(s.resumedMounts(rec))
-			l.buildCache = s.buildCacheFor(kiln.User{ID: rec.UserID}, "")
 			s.sessions[rec.ID] = l
 		}
 		if err := s.finishRunning(ctx, rec); err != nil {
@@ -75,6 +66,22 @@ func (s *Service) recover(ctx context.Context) error {
 		s.log.Info("recovered from the previous run", "resumed", len(keep), "ended", len(active)-len(keep), "orphaned_workspaces", len(ids)-len(keep))
 	}
 	return nil
+}
+
+// resumedLive is an active session without a sandbox, as a restart or a
+// takeover (replicas.go) finds it; its workspace is in place.
+func (s *Service) resumedLive(rec kiln.Session) *live {
+	l := newLive(rec, s.ws.Path(rec.ID), nil)
+	l.nets = s.nets
+	// Its stored policy, which its next sandbox's proxy session opens
+	// with (not re-checked against the ceiling: it was checked when set,
+	// by its owner or an admin).
+	l.policy = rec.Network.Normal()
+	// Its stored mounts, checked against today's roots, and the user's
+	// build caches.
+	l.mounts = s.sandboxMounts(s.resumedMounts(rec))
+	l.buildCache = s.buildCacheFor(kiln.User{ID: rec.UserID}, "")
+	return l
 }
 
 // finishRunning records the session's running cells as interrupted.
@@ -125,6 +132,10 @@ func (s *Service) expire(now time.Time) {
 		}
 	}
 	s.mu.Unlock()
+	if s.cfg.Replicas != nil {
+		s.expireReplicas(now, idle)
+		return
+	}
 	for _, l := range idle {
 		if err := s.endSession(context.Background(), l, ReasonIdle, "idle"); err != nil && err != errEnded {
 			s.log.Error("end idle session", "session", l.rec.ID, "err", err)

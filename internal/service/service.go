@@ -76,6 +76,15 @@ type Config struct {
 	// BuildCacheBytes bounds each user's build caches (buildcache.go):
 	// 0 is DefaultBuildCacheBytes, negative turns them off.
 	BuildCacheBytes int64
+
+	// Replicas, set with a PostgreSQL store, makes this one of several
+	// replicas sharing it (replicas.go); nil (SQLite): the only one.
+	// ReplicaAddr is where this replica serves, shown to the others;
+	// ReplicaGone is how long a replica may miss heartbeats before its
+	// sessions and batches are taken over (default DefaultReplicaGone).
+	Replicas    ReplicaStore `json:"-"`
+	ReplicaAddr string
+	ReplicaGone time.Duration
 }
 
 // DefaultConfig is the policy on the embedded defaults.
@@ -115,6 +124,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.IdleTTL, d.IdleTTL)
 	setDur(&c.MaxIdleTTL, d.MaxIdleTTL)
 	setDur(&c.IdleCheckEvery, d.IdleCheckEvery)
+	setDur(&c.ReplicaGone, DefaultReplicaGone)
 	setInt := func(p *int, v int) {
 		if *p <= 0 {
 			*p = v
@@ -162,7 +172,8 @@ type Service struct {
 	watchers watchers    // open event streams of sessions (shares.go)
 
 	mu       sync.Mutex
-	sessions map[string]*live // active sessions by id
+	sessions map[string]*live // active sessions by id (with replicas: those this one holds)
+	replica  string           // this replica's id; empty without replicas (replicas.go)
 	starting map[string]int   // sessions being created, per user (quota)
 
 	stop chan struct{}
@@ -204,6 +215,10 @@ func New(ctx context.Context, cfg Config, st Store, eng *engine.Engine, log *slo
 		s.nets.close()
 		return nil, err
 	}
+	if err := s.joinReplicas(ctx); err != nil {
+		s.nets.close()
+		return nil, err
+	}
 	if err := s.recover(ctx); err != nil {
 		s.nets.close()
 		return nil, err
@@ -213,6 +228,10 @@ func New(ctx context.Context, cfg Config, st Store, eng *engine.Engine, log *slo
 	s.runs = newRunPool(s, cfg.RunPoolSize)
 	s.done.Add(1)
 	go s.expireIdle()
+	if s.cfg.Replicas != nil {
+		s.done.Add(1)
+		go s.heartbeat()
+	}
 	// Batches resume last: their items run on everything above.
 	if err := s.resumeBatches(ctx); err != nil {
 		s.Close(context.WithoutCancel(ctx))

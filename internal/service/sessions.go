@@ -152,6 +152,7 @@ func (s *Service) CreateSession(ctx context.Context, u kiln.User, spec SessionSp
 		return kiln.Session{}, err
 	}
 	l.rec = rec
+	s.holdNew(ctx, rec.ID)
 	s.mu.Lock()
 	s.sessions[rec.ID] = l
 	s.mu.Unlock()

@@ -85,9 +85,9 @@ func (s *Service) liveAs(ctx context.Context, u kiln.User, id string, need kiln.
 		return a, err
 	}
 	if a.l == nil {
-		return a, errEnded
+		a.l, err = s.takeOver(ctx, a.owner.ID, id) // errEnded without replicas
 	}
-	return a, nil
+	return a, err
 }
 
 // budgetOf checks the owner's CPU budget, in words for a collaborator

@@ -1,0 +1,215 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/store"
+)
+
+// Replicas is the bookkeeping of several kiln serve processes sharing
+// one database (migration 0010): who is alive, and which replica holds
+// each active session and running batch. Every claim is one transaction
+// that locks the row it decides on (SELECT ... FOR UPDATE, SKIP LOCKED
+// where a busy row is simply someone else's), and liveness is judged on
+// the database's clock, so replicas on machines whose clocks differ agree.
+type Replicas struct {
+	db *sql.DB
+}
+
+// NewReplicas returns the replica bookkeeping over a PostgreSQL store.
+func NewReplicas(s *store.DB) *Replicas { return &Replicas{db: s.SQL()} }
+
+// ErrHeld says that another live replica holds the row.
+var ErrHeld = errors.New("held by another live replica")
+
+// secs is a bound as PostgreSQL interval seconds.
+func secs(d time.Duration) float64 { return d.Seconds() }
+
+// Heartbeat registers replica me (first call) or renews its heartbeat.
+func (r *Replicas) Heartbeat(ctx context.Context, me, addr string, first bool) error {
+	q := `INSERT INTO replicas (id, addr) VALUES ($1, $2)
+		ON CONFLICT (id) DO UPDATE SET heartbeat = now()`
+	if first {
+		q = `INSERT INTO replicas (id, addr) VALUES ($1, $2)
+			ON CONFLICT (id) DO UPDATE SET addr = $2, started = now(), heartbeat = now()`
+	}
+	if _, err := r.db.ExecContext(ctx, q, me, addr); err != nil {
+		return fmt.Errorf("replica heartbeat: %w", err)
+	}
+	return nil
+}
+
+// Hold records that me holds session id (one it has just made).
+func (r *Replicas) Hold(ctx context.Context, me, id string) error {
+	if _, err := r.db.ExecContext(ctx, `UPDATE sessions SET replica_id = $2 WHERE id = $1`, id, me); err != nil {
+		return fmt.Errorf("hold session: %w", err)
+	}
+	return nil
+}
+
+// owner is the replica holding a locked session or batch row.
+const ownerOf = `SELECT t.replica_id, COALESCE(r.heartbeat > now() - make_interval(secs => $3), false)
+	FROM %s t LEFT JOIN replicas r ON r.id = t.replica_id
+	WHERE t.id = $1 AND t.status = $2 FOR UPDATE OF t`
+
+// ClaimSession makes me the holder of active session id unless another
+// live replica holds it: then it answers that replica's id and ErrHeld.
+// A session held by a gone replica (or by none) is taken over here, by
+// exactly one replica: the row lock orders racing claims, and the second
+// sees the first as the live holder. store.ErrNotFound if the session is
+// not active.
+func (r *Replicas) ClaimSession(ctx context.Context, me, id string, gone time.Duration) (holder string, _ error) {
+	return r.claim(ctx, "sessions", string(store.SessionActive), me, id, gone, false)
+}
+
+// ClaimBatch makes me the holder of running batch id unless another live
+// replica holds it or is claiming it right now (SKIP LOCKED): false then.
+func (r *Replicas) ClaimBatch(ctx context.Context, me, id string, gone time.Duration) (bool, error) {
+	_, err := r.claim(ctx, "batches", "running", me, id, gone, true)
+	if errors.Is(err, ErrHeld) || errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (r *Replicas) claim(ctx context.Context, table, status, me, id string, gone time.Duration, skipLocked bool) (holder string, err error) {
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("claim: %w", err)
+	}
+	defer tx.Rollback()
+	q := fmt.Sprintf(ownerOf, table)
+	if skipLocked {
+		q += " SKIP LOCKED"
+	}
+	var alive bool
+	err = tx.QueryRowContext(ctx, q, id, status, secs(gone)).Scan(&holder, &alive)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("claim %s %s: %w", table, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("claim %s %s: %w", table, id, err)
+	}
+	if holder == me {
+		return me, nil
+	}
+	if holder != "" && alive {
+		return holder, ErrHeld
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET replica_id = $2 WHERE id = $1`, table), id, me); err != nil {
+		return "", fmt.Errorf("claim %s %s: %w", table, id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return "", fmt.Errorf("claim %s %s: %w", table, id, err)
+	}
+	return me, nil
+}
+
+// Held lists the active sessions me holds, or that no replica holds
+// (made before replicas were recorded): those a replica resumes when
+// it starts. The latter become me's.
+func (r *Replicas) Held(ctx context.Context, me string) (map[string]bool, error) {
+	rows, err := r.db.QueryContext(ctx, `UPDATE sessions SET replica_id = $1
+		WHERE status = $2 AND replica_id IN ('', $1) RETURNING id`, me, string(store.SessionActive))
+	if err != nil {
+		return nil, fmt.Errorf("held sessions: %w", err)
+	}
+	defer rows.Close()
+	held := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("held sessions: %w", err)
+		}
+		held[id] = true
+	}
+	return held, rows.Err()
+}
+
+// Reaped is a session ended by ReapIdle.
+type Reaped struct{ ID, UserID string }
+
+// ReapIdle ends, with reason, the sessions ids that me holds and has
+// found idle (it alone knows whether a cell runs), and the active sessions
+// idle past their TTL at now (by the stored last activity) whose holder is
+// gone, and returns those it ended: each is ended by exactly one replica,
+// whichever locks its row first (SKIP LOCKED lets the others pass over
+// it), and a row another replica has since claimed is not touched.
+func (r *Replicas) ReapIdle(ctx context.Context, me string, ids []string, reason string, now time.Time, gone time.Duration) ([]Reaped, error) {
+	if ids == nil {
+		ids = []string{}
+	}
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reap: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT s.id, s.user_id FROM sessions s
+		LEFT JOIN replicas r ON r.id = s.replica_id
+		WHERE s.status = $1 AND ((s.replica_id = $3 AND s.id = ANY($5))
+		OR (s.last_active + s.idle_ttl < $2 AND s.replica_id <> $3
+			AND (r.id IS NULL OR r.heartbeat <= now() - make_interval(secs => $4))))
+		FOR UPDATE OF s SKIP LOCKED`, string(store.SessionActive), now.UnixNano(), me, secs(gone), ids)
+	if err != nil {
+		return nil, fmt.Errorf("reap: %w", err)
+	}
+	var out []Reaped
+	for rows.Next() {
+		var x Reaped
+		if err := rows.Scan(&x.ID, &x.UserID); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("reap: %w", err)
+		}
+		out = append(out, x)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reap: %w", err)
+	}
+	for _, x := range out {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET status = $2, end_reason = $3, ended = $4 WHERE id = $1`,
+			x.ID, string(store.SessionEnded), reason, now.UnixNano()); err != nil {
+			return nil, fmt.Errorf("reap %s: %w", x.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("reap: %w", err)
+	}
+	return out, nil
+}
+
+// OrphanBatches lists the running batches whose holder is gone (or none),
+// for a live replica to claim and resume.
+func (r *Replicas) OrphanBatches(ctx context.Context, me string, gone time.Duration) ([]string, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT b.id FROM batches b LEFT JOIN replicas r ON r.id = b.replica_id
+		WHERE b.status = 'running' AND b.replica_id <> $1
+		AND (r.id IS NULL OR r.heartbeat <= now() - make_interval(secs => $2)) ORDER BY b.created`, me, secs(gone))
+	if err != nil {
+		return nil, fmt.Errorf("orphan batches: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("orphan batches: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// Holder returns the replica holding active session id ("" for none).
+func (r *Replicas) Holder(ctx context.Context, id string) (string, error) {
+	var h string
+	err := r.db.QueryRowContext(ctx, `SELECT replica_id FROM sessions WHERE id = $1 AND status = $2`,
+		id, string(store.SessionActive)).Scan(&h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", store.ErrNotFound
+	}
+	return h, err
+}

@@ -1,0 +1,166 @@
+package service_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, to count audit entries
+
+	"github.com/kiln-dev/kiln/client"
+	"github.com/kiln-dev/kiln/internal/store/postgres/pgtest"
+)
+
+// replicaGone is the replicas' heartbeat bound in these tests.
+const replicaGone = "3s"
+
+// startReplica runs kiln serve on data against the PostgreSQL dsn. The
+// first replica makes the admin key; the others use it (key from that
+// replica's data directory).
+func startReplica(t *testing.T, data, dsn, keyFrom string) *server {
+	t.Helper()
+	if keyFrom != "" {
+		b, err := os.ReadFile(filepath.Join(keyFrom, "admin.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(data, "admin.key"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return start(t, data, "--db", dsn, "--replica-gone", replicaGone)
+}
+
+// TestReplicasShareOnePostgres runs two kiln serve processes on one
+// PostgreSQL and checks what a user and an operator would: a session made
+// on A is refused on B with a conflict naming A (no second sandbox), and
+// its history reads on B; after A is SIGKILLed mid-cell, B takes the
+// session over on the next request with the history intact; and with
+// both replicas running, each idle session is ended exactly once
+// (one session.end audit entry), including one whose replica is gone.
+func TestReplicasShareOnePostgres(t *testing.T) {
+	needRoot(t)
+	ctx := ctxT(t, 5*time.Minute)
+	dsn := pgtest.Start(t).Database(t)
+	dataA, dataB, dataC := dataDir(t), dataDir(t), dataDir(t)
+	a := startReplica(t, dataA, dsn, "")
+	b := startReplica(t, dataB, dsn, dataA)
+	ca, cb := a.client(a.key), b.client(a.key)
+
+	s, err := ca.CreateSession(ctx, client.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := ca.Exec(ctx, s.ID, client.ExecRequest{Code: "x = 41\nx + 1"})
+	if err != nil || x.Status != "ok" {
+		t.Fatalf("first cell on A: %+v %v", x, err)
+	}
+
+	// B must not start a second sandbox for A's session.
+	_, err = cb.Exec(ctx, s.ID, client.ExecRequest{Code: "1"})
+	var p *client.Problem
+	if !errors.As(err, &p) || p.Status != 409 || !strings.Contains(p.Detail, "held by kiln replica") {
+		t.Fatalf("a cell on B in A's session: want 409 naming the holder, got %v", err)
+	}
+	if h, err := cb.History(ctx, s.ID, 0, ""); err != nil || len(h.Executions) != 1 {
+		t.Fatalf("history on B: %+v %v", h, err)
+	}
+
+	// A dies mid-cell; B takes over once A's heartbeat is stale.
+	started := make(chan struct{}, 1)
+	go ca.ExecStream(ctx, s.ID, client.ExecRequest{Code: "import time; time.sleep(60)"}, func(ev client.Event) {
+		if ev.Type == client.EventStarted {
+			started <- struct{}{}
+		}
+	})
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the long cell did not start on A")
+	}
+	if err := a.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	a.Cmd.Wait()
+	var y *client.Execution
+	for deadline := time.Now().Add(time.Minute); ; {
+		y, err = cb.Exec(ctx, s.ID, client.ExecRequest{Code: "print('on B')"})
+		if err == nil || !errors.As(err, &p) || p.Status != 409 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil || y.Status != "ok" || y.Result.Stdout != "on B\n" || !strings.Contains(y.Result.Notice, "replica") {
+		t.Fatalf("the cell on B after A died: %+v %v", y, err)
+	}
+	h, err := cb.History(ctx, s.ID, 0, "")
+	if err != nil || len(h.Executions) != 3 {
+		t.Fatalf("history after the takeover: %+v %v", h, err)
+	}
+	if e := h.Executions[0]; e.Code != "x = 41\nx + 1" || e.Status != "ok" {
+		t.Errorf("the first cell's record: %+v", e)
+	}
+	if e := h.Executions[1]; e.Status != "interrupted" {
+		t.Errorf("the cell cut off with A: status %q, want interrupted", e.Status)
+	}
+
+	// Idle reaping with A (restarted) and B both running: a session of
+	// each, and one of C, a replica that is gone.
+	c := startReplica(t, dataC, dsn, dataA)
+	short := client.SessionRequest{Languages: []string{"bash"}, IdleTTLSeconds: 2}
+	sc, err := c.client(a.key).CreateSession(ctx, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Cmd.Process.Kill()
+	c.Cmd.Wait()
+	a = startReplica(t, dataA, dsn, "")
+	ca = a.client(a.key)
+	sa, err := ca.CreateSession(ctx, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := cb.CreateSession(ctx, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, id := range []string{sa.ID, sb.ID, sc.ID} {
+		for deadline := time.Now().Add(90 * time.Second); ; {
+			got, err := ca.Session(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status == "ended" {
+				if !strings.HasPrefix(got.EndReason, "idle") {
+					t.Errorf("session %s ended for %q, want idle", id, got.EndReason)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("session %s was not reaped: %+v", id, got)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	// Both replicas keep checking for a while: still one end each.
+	time.Sleep(12 * time.Second)
+	for _, id := range []string{sa.ID, sb.ID, sc.ID} {
+		var n int
+		if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM audit_log WHERE action = 'session.end' AND session_id = $1`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Errorf("session %s: %d session.end audit entries, want 1", id, n)
+		}
+	}
+}
