@@ -78,6 +78,7 @@ func (a *Agent) runCell(id uint64, req protocol.Cell, in *stdinQueue) {
 	if in != nil {
 		exe.Stdin, exe.HasStdin, exe.StdinOpen = "", false, true
 	}
+	k.order.setOpen(true)
 	err = k.send(exe)
 	timer := time.AfterFunc(time.Duration(req.TimeoutMs)*time.Millisecond, func() { c.stop(protocol.CellTimeout) })
 	if err == nil {
@@ -96,6 +97,7 @@ func (a *Agent) runCell(id uint64, req protocol.Cell, in *stdinQueue) {
 		done = protocol.CellDone{Status: protocol.CellError, KernelLost: true, Reason: "cannot reach the kernel: " + err.Error()}
 	}
 	timer.Stop()
+	k.order.setOpen(false) // every message of the cell is forwarded: no pump waits
 	if started {
 		done.Kernel = k.ready
 	}
@@ -131,31 +133,15 @@ func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 			if json.Unmarshal(line, &env) != nil {
 				continue // a broken line; the kernel's problem, not the cell's
 			}
-			switch env.Type {
-			case kernelproto.TDisplay, kernelproto.TExecuteResult:
-				if c.charge(int64(len(line))) {
-					a.out.Send(id, protocol.TDisplay, json.RawMessage(line))
-				}
-			case kernelproto.TError:
-				if c.charge(int64(len(line))) {
-					a.out.Send(id, protocol.TCellError, json.RawMessage(line))
-				}
-			case tOverlong:
-				var o overlong
-				json.Unmarshal(line, &o)
-				if c.charge(o.Size) {
-					c.forward(a, id, protocol.TStderr)([]byte(fmt.Sprintf("\nkiln: a message of %s from the kernel was dropped: one display may be at most %s\n",
-						mib(o.Size), mib(lineCap))))
-				}
-			case kernelproto.TStdinWait:
-				c.input.request(line, c.charge)
-			case kernelproto.TStdinRequest:
-				c.input.request(line, c.charge)
-				select {
-				case c.asks <- struct{}{}:
-				default: // more requests than a kernel that waits for answers makes
-				}
-			case kernelproto.TDone:
+			if env.Seq > 0 {
+				// what the pipes held before this message goes first
+				k.order.before(env.Seq, c.kill)
+			}
+			a.relay(id, c, env, line)
+			if env.Seq > 0 {
+				k.order.forwarded(env.Seq)
+			}
+			if env.Type == kernelproto.TDone {
 				var d kernelproto.Done
 				json.Unmarshal(line, &d)
 				return cellStatus(c, d)
@@ -164,6 +150,44 @@ func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 			status, _ := c.stopping.Load().(string)
 			return protocol.CellDone{Status: status, KernelLost: true,
 				Reason: "the " + k.lang + " kernel did not stop the cell within " + stopGrace.String() + " and was restarted: its state (variables, imports, definitions) is lost"}
+		}
+	}
+}
+
+// relay passes one message of the running cell's kernel on to the client.
+func (a *Agent) relay(id uint64, c *cellRun, env kernelproto.Envelope, line []byte) {
+	switch env.Type {
+	case kernelproto.TStream:
+		var m kernelproto.Stream
+		if json.Unmarshal(line, &m) == nil && len(m.Data) > 0 {
+			i := 0
+			if m.Name == "stderr" {
+				i = 1
+			}
+			c.input.sinks[i](m.Data) // counted against the limit as pipe output is
+		}
+	case kernelproto.TDisplay, kernelproto.TExecuteResult:
+		if c.charge(int64(len(line))) {
+			a.out.Send(id, protocol.TDisplay, json.RawMessage(line))
+		}
+	case kernelproto.TError:
+		if c.charge(int64(len(line))) {
+			a.out.Send(id, protocol.TCellError, json.RawMessage(line))
+		}
+	case tOverlong:
+		var o overlong
+		json.Unmarshal(line, &o)
+		if c.charge(o.Size) {
+			c.forward(a, id, protocol.TStderr)([]byte(fmt.Sprintf("\nkiln: a message of %s from the kernel was dropped: one display may be at most %s\n",
+				mib(o.Size), mib(lineCap))))
+		}
+	case kernelproto.TStdinWait:
+		c.input.request(line, c.charge)
+	case kernelproto.TStdinRequest:
+		c.input.request(line, c.charge)
+		select {
+		case c.asks <- struct{}{}:
+		default: // more requests than a kernel that waits for answers makes
 		}
 	}
 }
