@@ -48,6 +48,7 @@ type ReplicaStore interface {
 	Held(ctx context.Context, me string) (map[string]bool, error)
 	ReapIdle(ctx context.Context, me string, ids []string, reason string, now time.Time, gone time.Duration) ([]postgres.Reaped, error)
 	OrphanBatches(ctx context.Context, me string, gone time.Duration) ([]string, error)
+	Lost(ctx context.Context, me string, ids []string) ([]string, error)
 }
 
 var _ ReplicaStore = (*postgres.Replicas)(nil)
@@ -122,6 +123,7 @@ func (s *Service) heartbeat() {
 		if err := s.cfg.Replicas.Heartbeat(ctx, s.replica, s.cfg.ReplicaAddr, false); err != nil {
 			s.log.Error("replica heartbeat", "err", err)
 		}
+		s.dropLost(ctx)
 		s.resumeOrphanBatches(ctx)
 		cancel()
 	}
@@ -258,6 +260,34 @@ func (s *Service) dropEnded(ctx context.Context, l *live, reason string) {
 		s.log.Error("remove workspace", "session", l.rec.ID, "err", err)
 	}
 }
+
+// dropLost lets go of the sessions in memory that this replica no longer
+// holds (another took them over while its heartbeats did not reach the
+// store): their sandboxes here stop, so no session runs in two places
+// for longer than a heartbeat. The store's record is the new holder's.
+func (s *Service) dropLost(ctx context.Context) {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.sessions))
+	for id := range s.sessions {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	lost, err := s.cfg.Replicas.Lost(ctx, s.replica, ids)
+	if err != nil {
+		s.log.Error("lost sessions", "err", err)
+		return
+	}
+	for _, id := range lost {
+		if l := s.lookup(id); l != nil {
+			s.log.Warn("session held by another replica now; its sandbox here stops", "session", id)
+			s.dropEnded(ctx, l, ReasonTakenOver)
+		}
+	}
+}
+
+// ReasonTakenOver is what a session's sandbox here was told when another
+// replica took the session over.
+const ReasonTakenOver = "taken over by another kiln replica"
 
 // claimBatch says whether this replica runs batch id: always alone; with
 // replicas, when it holds or wins the batch's row.

@@ -51,10 +51,37 @@ func (r *Replicas) Hold(ctx context.Context, me, id string) error {
 	return nil
 }
 
-// owner is the replica holding a locked session or batch row.
-const ownerOf = `SELECT t.replica_id, COALESCE(r.heartbeat > now() - make_interval(secs => $3), false)
-	FROM %s t LEFT JOIN replicas r ON r.id = t.replica_id
-	WHERE t.id = $1 AND t.status = $2 FOR UPDATE OF t`
+// lockHolder locks a session or batch row in status and returns its
+// holder. The liveness of the holder is read after the lock, in a
+// statement of its own: a join in the locking statement would be
+// re-checked against the replicas row as it was before the wait
+// (PostgreSQL's EvalPlanQual), so two racing claims could both win.
+func lockHolder(ctx context.Context, tx *sql.Tx, table, id, status string, skipLocked bool) (string, error) {
+	q := fmt.Sprintf(`SELECT replica_id FROM %s WHERE id = $1 AND status = $2 FOR UPDATE`, table)
+	if skipLocked {
+		q += " SKIP LOCKED"
+	}
+	var holder string
+	err := tx.QueryRowContext(ctx, q, id, status).Scan(&holder)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("claim %s %s: %w", table, id, store.ErrNotFound)
+	}
+	return holder, err
+}
+
+// alive says whether replica id has heartbeaten within gone.
+func alive(ctx context.Context, tx *sql.Tx, id string, gone time.Duration) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	var ok bool
+	err := tx.QueryRowContext(ctx, `SELECT heartbeat > now() - make_interval(secs => $2) FROM replicas WHERE id = $1`,
+		id, secs(gone)).Scan(&ok)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return ok, err
+}
 
 // ClaimSession makes me the holder of active session id unless another
 // live replica holds it: then it answers that replica's id and ErrHeld.
@@ -82,22 +109,18 @@ func (r *Replicas) claim(ctx context.Context, table, status, me, id string, gone
 		return "", fmt.Errorf("claim: %w", err)
 	}
 	defer tx.Rollback()
-	q := fmt.Sprintf(ownerOf, table)
-	if skipLocked {
-		q += " SKIP LOCKED"
-	}
-	var alive bool
-	err = tx.QueryRowContext(ctx, q, id, status, secs(gone)).Scan(&holder, &alive)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("claim %s %s: %w", table, id, store.ErrNotFound)
-	}
+	holder, err = lockHolder(ctx, tx, table, id, status, skipLocked)
 	if err != nil {
-		return "", fmt.Errorf("claim %s %s: %w", table, id, err)
+		return "", err
 	}
 	if holder == me {
 		return me, nil
 	}
-	if holder != "" && alive {
+	live, err := alive(ctx, tx, holder, gone)
+	if err != nil {
+		return "", fmt.Errorf("claim %s %s: %w", table, id, err)
+	}
+	if live {
 		return holder, ErrHeld
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET replica_id = $2 WHERE id = $1`, table), id, me); err != nil {
@@ -170,12 +193,32 @@ func (r *Replicas) ReapIdle(ctx context.Context, me string, ids []string, reason
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reap: %w", err)
 	}
+	reaped := out[:0]
 	for _, x := range out {
+		// Decide again on the locked row as it is now (see lockHolder).
+		var holder string
+		if err := tx.QueryRowContext(ctx, `SELECT replica_id FROM sessions WHERE id = $1 AND status = $2`,
+			x.ID, string(store.SessionActive)).Scan(&holder); errors.Is(err, sql.ErrNoRows) {
+			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("reap %s: %w", x.ID, err)
+		}
+		if holder != me {
+			live, err := alive(ctx, tx, holder, gone)
+			if err != nil {
+				return nil, fmt.Errorf("reap %s: %w", x.ID, err)
+			}
+			if live {
+				continue
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET status = $2, end_reason = $3, ended = $4 WHERE id = $1`,
 			x.ID, string(store.SessionEnded), reason, now.UnixNano()); err != nil {
 			return nil, fmt.Errorf("reap %s: %w", x.ID, err)
 		}
+		reaped = append(reaped, x)
 	}
+	out = reaped
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("reap: %w", err)
 	}
@@ -212,4 +255,27 @@ func (r *Replicas) Holder(ctx context.Context, id string) (string, error) {
 		return "", store.ErrNotFound
 	}
 	return h, err
+}
+
+// Lost returns those of ids (sessions me has in memory) that me no longer
+// holds: ended, or taken over while me missed its heartbeats.
+func (r *Replicas) Lost(ctx context.Context, me string, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := r.db.QueryContext(ctx, `SELECT id FROM sessions WHERE id = ANY($1) AND (status <> $2 OR replica_id <> $3)`,
+		ids, string(store.SessionActive), me)
+	if err != nil {
+		return nil, fmt.Errorf("lost sessions: %w", err)
+	}
+	defer rows.Close()
+	var lost []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("lost sessions: %w", err)
+		}
+		lost = append(lost, id)
+	}
+	return lost, rows.Err()
 }

@@ -1,0 +1,125 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/store"
+	"github.com/kiln-dev/kiln/internal/store/postgres"
+)
+
+// TestReplicaClaimsOnce races eight live replicas for a session, a batch
+// and an idle session whose holder is gone, and checks that each is
+// taken by exactly one, and that a live holder keeps its session.
+func TestReplicaClaimsOnce(t *testing.T) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, freshDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := postgres.NewReplicas(s)
+	const gone = 10 * time.Second
+	ids := []string{"a"}
+	for i := range 8 {
+		ids = append(ids, fmt.Sprintf("r%d", i))
+	}
+	for _, id := range ids {
+		if err := r.Heartbeat(ctx, id, "", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := store.User{Name: "u"}
+	if err := s.CreateUser(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	sess := store.Session{UserID: u.ID, Languages: []string{"python"}, IdleTTL: time.Second, Created: time.Now().Add(-time.Hour)}
+	if err := s.CreateSession(ctx, &sess); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Hold(ctx, "a", sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := r.ClaimSession(ctx, "r0", sess.ID, gone); !errors.Is(err, postgres.ErrHeld) || h != "a" {
+		t.Fatalf("claim of a live replica's session = %q, %v; want a, ErrHeld", h, err)
+	}
+	b := store.Batch{UserID: u.ID, Created: time.Now()}
+	if err := s.CreateBatch(ctx, &b, []string{`{}`}); err != nil {
+		t.Fatal(err)
+	}
+	// a stops heartbeating.
+	if _, err := s.SQL().ExecContext(ctx, `UPDATE replicas SET heartbeat = now() - interval '1 hour' WHERE id = 'a'`); err != nil {
+		t.Fatal(err)
+	}
+	race := func(fn func(me string) bool) (won []string) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, me := range ids[1:] {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if fn(me) {
+					mu.Lock()
+					won = append(won, me)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return won
+	}
+	won := race(func(me string) bool {
+		h, err := r.ClaimSession(ctx, me, sess.ID, gone)
+		if err != nil && !errors.Is(err, postgres.ErrHeld) {
+			t.Error(err)
+		}
+		return err == nil && h == me
+	})
+	if len(won) != 1 {
+		t.Errorf("session taken over by %v, want exactly one replica", won)
+	}
+	won = race(func(me string) bool {
+		ok, err := r.ClaimBatch(ctx, me, b.ID, gone)
+		if err != nil {
+			t.Error(err)
+		}
+		return ok
+	})
+	if len(won) != 1 {
+		t.Errorf("batch claimed by %v, want exactly one replica", won)
+	}
+	// The session's new holder goes too; its idle session is reaped once.
+	if _, err := s.SQL().ExecContext(ctx, `UPDATE replicas SET heartbeat = now() - interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	var reaps []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, me := range []string{"x", "y", "z", "w"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := r.ReapIdle(ctx, me, nil, "idle", time.Now(), gone)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			for _, g := range got {
+				reaps = append(reaps, me+":"+g.ID)
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(reaps) != 1 {
+		t.Errorf("reaps %v, want the idle session ended once", reaps)
+	}
+	got, err := s.Session(ctx, u.ID, sess.ID)
+	if err != nil || got.Status != store.SessionEnded || got.EndReason != "idle" {
+		t.Errorf("session after reaping: %+v %v", got, err)
+	}
+}
