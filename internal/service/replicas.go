@@ -57,6 +57,9 @@ var _ ReplicaStore = (*postgres.Replicas)(nil)
 // its sessions and batches are taken over.
 const DefaultReplicaGone = 30 * time.Second
 
+// MinReplicaGone is the shortest bound --replica-gone takes.
+const MinReplicaGone = time.Second
+
 // noticeTakenOver is the first cell's notice in a session taken over
 // from a gone replica.
 const noticeTakenOver = "the kiln replica that held this session stopped: the kernel state is lost; the history is intact"
@@ -94,6 +97,9 @@ func (s *Service) ReplicaID() string { return s.replica }
 func (s *Service) joinReplicas(ctx context.Context) error {
 	if s.cfg.Replicas == nil {
 		return nil
+	}
+	if s.cfg.ReplicaGone < MinReplicaGone {
+		return kiln.Errorf(kiln.Invalid, "--replica-gone %v is under the minimum of %v: replicas heartbeat four times within it, and a database round trip must fit", s.cfg.ReplicaGone, MinReplicaGone)
 	}
 	id, err := replicaID(s.cfg.DataDir)
 	if err != nil {
