@@ -49,6 +49,7 @@ type ReplicaStore interface {
 	ReapIdle(ctx context.Context, me string, ids []string, reason string, now time.Time, gone time.Duration) ([]postgres.Reaped, error)
 	OrphanBatches(ctx context.Context, me string, gone time.Duration) ([]string, error)
 	Lost(ctx context.Context, me string, ids []string) ([]string, error)
+	Elsewhere(ctx context.Context, me, userID string) ([]kiln.Limits, error)
 }
 
 var _ ReplicaStore = (*postgres.Replicas)(nil)
@@ -294,6 +295,37 @@ func (s *Service) dropLost(ctx context.Context) {
 // ReasonTakenOver is what a session's sandbox here was told when another
 // replica took the session over.
 const ReasonTakenOver = "taken over by another kiln replica"
+
+// checkCapsElsewhere applies the per-user caps on sessions (count and
+// workspace bytes) to the user's sessions on every replica together,
+// before reserve applies them to this replica's. Two replicas making the
+// user's last allowed session at the same moment may both succeed: the
+// caps bound the sessions a user holds, not exactly.
+func (s *Service) checkCapsElsewhere(ctx context.Context, userID string, wsBytes int64) error {
+	if s.cfg.Replicas == nil {
+		return nil
+	}
+	others, err := s.cfg.Replicas.Elsewhere(ctx, s.replica, userID)
+	if err != nil {
+		return kiln.Wrap(kiln.Unavailable, err, "cannot count your sessions on the other replicas")
+	}
+	s.mu.Lock()
+	n, bytes := s.activeOfLocked(userID)
+	n += s.starting[userID]
+	s.mu.Unlock()
+	n += len(others)
+	for _, l := range others {
+		bytes += l.WithDefaults().WorkspaceBytes
+	}
+	if n >= s.cfg.MaxSessionsPerUser {
+		return kiln.Errorf(kiln.QuotaExceeded, "you have %d active sessions, the most allowed; end one (DELETE /v1/sessions/{id}) first", n)
+	}
+	if bytes+wsBytes > s.cfg.MaxWorkspaceBytesPerUser {
+		return kiln.Errorf(kiln.QuotaExceeded, "a %s workspace would bring your sessions' workspaces to %s, over your %s; end a session or ask for a smaller workspace",
+			kiln.FormatBytes(wsBytes), kiln.FormatBytes(bytes+wsBytes), kiln.FormatBytes(s.cfg.MaxWorkspaceBytesPerUser))
+	}
+	return nil
+}
 
 // claimBatch says whether this replica runs batch id: always alone; with
 // replicas, when it holds or wins the batch's row.

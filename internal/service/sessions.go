@@ -125,6 +125,10 @@ func (s *Service) CreateSession(ctx context.Context, u kiln.User, spec SessionSp
 		}
 	}
 	lim := spec.Limits.WithDefaults()
+	if err := s.checkCapsElsewhere(ctx, u.ID, lim.WorkspaceBytes); err != nil {
+		s.metrics.Rejected("quota")
+		return kiln.Session{}, err
+	}
 	release, err := s.reserve(u.ID, lim.WorkspaceBytes)
 	if err != nil {
 		s.metrics.Rejected("quota")

@@ -164,3 +164,31 @@ func TestReplicasShareOnePostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicasShareSessionCap: the per-user session cap counts the
+// user's sessions on every replica, so two replicas do not each allow
+// the whole cap.
+func TestReplicasShareSessionCap(t *testing.T) {
+	needRoot(t)
+	ctx := ctxT(t, 3*time.Minute)
+	dsn := pgtest.Start(t).Database(t)
+	dataA, dataB := dataDir(t), dataDir(t)
+	a := start(t, dataA, "--db", dsn, "--max-sessions", "2")
+	if err := os.WriteFile(filepath.Join(dataB, "admin.key"), []byte(a.key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := start(t, dataB, "--db", dsn, "--max-sessions", "2")
+	ca, cb := a.client(a.key), b.client(a.key)
+	bash := client.SessionRequest{Languages: []string{"bash"}}
+	if _, err := ca.CreateSession(ctx, bash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cb.CreateSession(ctx, bash); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ca.CreateSession(ctx, bash)
+	var p *client.Problem
+	if !errors.As(err, &p) || p.Status != 429 || !strings.Contains(p.Detail, "2 active sessions") {
+		t.Fatalf("a third session with a cap of 2, one on each replica: want 429, got %v", err)
+	}
+}

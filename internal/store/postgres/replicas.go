@@ -3,10 +3,12 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/store"
 )
 
@@ -278,4 +280,28 @@ func (r *Replicas) Lost(ctx context.Context, me string, ids []string) ([]string,
 		lost = append(lost, id)
 	}
 	return lost, rows.Err()
+}
+
+// Elsewhere returns the limits of user's active sessions that other
+// replicas hold (or none does), for the per-user caps to count them.
+func (r *Replicas) Elsewhere(ctx context.Context, me, userID string) ([]kiln.Limits, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT limits FROM sessions WHERE user_id = $1 AND status = $2 AND replica_id <> $3`,
+		userID, string(store.SessionActive), me)
+	if err != nil {
+		return nil, fmt.Errorf("sessions elsewhere: %w", err)
+	}
+	defer rows.Close()
+	var out []kiln.Limits
+	for rows.Next() {
+		var raw string
+		var l kiln.Limits
+		if err := rows.Scan(&raw); err != nil {
+			return nil, fmt.Errorf("sessions elsewhere: %w", err)
+		}
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			return nil, fmt.Errorf("sessions elsewhere: limits: %w", err)
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
 }
