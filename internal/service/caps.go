@@ -113,6 +113,9 @@ func (s *Service) checkIdleTTL(u kiln.User, ttl time.Duration) error {
 type cpuBudget struct {
 	now   func() time.Time
 	store store.Usage // nil: memory only (tests)
+	// shared: other replicas charge the same store (replicas.go), so
+	// every check reads it and the cache is not trusted.
+	shared bool
 
 	mu   sync.Mutex
 	day  string
@@ -137,7 +140,7 @@ func (b *cpuBudget) roll() (string, time.Time) {
 // load reads the user's count for the day from the store, once; b.mu is
 // held.
 func (b *cpuBudget) load(ctx context.Context, user, day string) (time.Duration, error) {
-	if used, ok := b.used[user]; ok || b.store == nil {
+	if used, ok := b.used[user]; (ok && !b.shared) || b.store == nil {
 		return used, nil
 	}
 	used, err := b.store.CPU(ctx, user, day)

@@ -215,6 +215,7 @@ func New(ctx context.Context, cfg Config, st Store, eng *engine.Engine, log *slo
 		s.nets.close()
 		return nil, err
 	}
+	s.cpu.shared = cfg.Replicas != nil
 	if err := s.joinReplicas(ctx); err != nil {
 		s.nets.close()
 		return nil, err

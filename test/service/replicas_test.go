@@ -192,3 +192,40 @@ func TestReplicasShareSessionCap(t *testing.T) {
 		t.Fatalf("a third session with a cap of 2, one on each replica: want 429, got %v", err)
 	}
 }
+
+// TestReplicasShareCPUBudget: CPU time used on one replica counts
+// against the daily budget on the other, even after the other has read
+// the user's count.
+func TestReplicasShareCPUBudget(t *testing.T) {
+	needRoot(t)
+	ctx := ctxT(t, 3*time.Minute)
+	dsn := pgtest.Start(t).Database(t)
+	dataA, dataB := dataDir(t), dataDir(t)
+	a := start(t, dataA, "--db", dsn, "--cpu-seconds-per-day", "1")
+	if err := os.WriteFile(filepath.Join(dataB, "admin.key"), []byte(a.key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := start(t, dataB, "--db", dsn, "--cpu-seconds-per-day", "1")
+	ca, cb := a.client(a.key), b.client(a.key)
+	bash := client.SessionRequest{Languages: []string{"bash"}}
+	sa, err := ca.CreateSession(ctx, bash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := cb.CreateSession(ctx, bash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x, err := cb.Exec(ctx, sb.ID, client.ExecRequest{Code: "true"}); err != nil || x.Status != "ok" {
+		t.Fatalf("a first cell on B: %+v %v", x, err)
+	}
+	// Burn over a CPU-second on A.
+	if x, err := ca.Exec(ctx, sa.ID, client.ExecRequest{Code: `end=$((SECONDS+3)); while [ $SECONDS -lt $end ]; do :; done`}); err != nil || x.Status != "ok" {
+		t.Fatalf("the burning cell on A: %+v %v", x, err)
+	}
+	_, err = cb.Exec(ctx, sb.ID, client.ExecRequest{Code: "true"})
+	var p *client.Problem
+	if !errors.As(err, &p) || p.Status != 429 || !strings.Contains(p.Detail, "CPU-seconds") {
+		t.Fatalf("a cell on B after A used the budget: want 429, got %v", err)
+	}
+}
