@@ -229,3 +229,60 @@ func TestReplicasShareCPUBudget(t *testing.T) {
 		t.Fatalf("a cell on B after A used the budget: want 429, got %v", err)
 	}
 }
+
+// TestReplicasResumeBatchOnce kills the replica running a batch; of the
+// two replicas left, exactly one resumes it, and the batch finishes with
+// every item judged once.
+func TestReplicasResumeBatchOnce(t *testing.T) {
+	needRoot(t)
+	ctx := ctxT(t, 4*time.Minute)
+	dsn := pgtest.Start(t).Database(t)
+	dataA, dataB, dataC := dataDir(t), dataDir(t), dataDir(t)
+	a := startReplica(t, dataA, dsn, "")
+	b := startReplica(t, dataB, dsn, dataA)
+	c := startReplica(t, dataC, dsn, dataA)
+	ca, cb := a.client(a.key), b.client(a.key)
+	want := "ok\n"
+	var items []client.BatchItem
+	for range 6 {
+		items = append(items, client.BatchItem{Language: "bash", Code: "sleep 2; echo ok", Check: client.BatchCheck{Stdout: &want}})
+	}
+	bt, err := ca.CreateBatch(ctx, client.BatchRequest{Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // items are running on A
+	a.Cmd.Process.Kill()
+	a.Cmd.Wait()
+	var got *client.Batch
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
+		if got, err = cb.Batch(ctx, bt.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == "done" || time.Now().After(deadline) {
+			break
+		}
+	}
+	if got.Status != "done" || got.Done != 6 || got.Passed != 6 {
+		t.Fatalf("the batch after A died: %+v", got)
+	}
+	resumed := 0
+	for _, s := range []*server{b, c} {
+		resumed += strings.Count(s.Logs(), "resuming the batch of a gone replica")
+	}
+	if resumed != 1 {
+		t.Errorf("the batch was resumed %d times by the replicas left, want once:\nB:\n%s\nC:\n%s", resumed, b.Logs(), c.Logs())
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM audit_log WHERE action = 'batch.done' AND detail LIKE '%' || $1 || '%'`, bt.ID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("%d batch.done audit entries, want 1", n)
+	}
+}
