@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -284,5 +285,52 @@ func TestReplicasResumeBatchOnce(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d batch.done audit entries, want 1", n)
+	}
+}
+
+// TestReplicasPausedHolderLetsGo pauses the replica holding a session
+// (SIGSTOP) past the bound, lets another take the session over, and
+// resumes the first: at its next heartbeat it lets go of the session,
+// so a request reaching it gets 409 naming the new holder instead of a
+// second sandbox running the session.
+func TestReplicasPausedHolderLetsGo(t *testing.T) {
+	needRoot(t)
+	ctx := ctxT(t, 3*time.Minute)
+	dsn := pgtest.Start(t).Database(t)
+	dataA, dataB := dataDir(t), dataDir(t)
+	a := startReplica(t, dataA, dsn, "")
+	b := startReplica(t, dataB, dsn, dataA)
+	ca, cb := a.client(a.key), b.client(a.key)
+	s, err := ca.CreateSession(ctx, client.SessionRequest{Languages: []string{"bash"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x, err := ca.Exec(ctx, s.ID, client.ExecRequest{Code: "echo on A"}); err != nil || x.Status != "ok" {
+		t.Fatalf("a cell on A: %+v %v", x, err)
+	}
+	if err := a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Cmd.Process.Signal(syscall.SIGCONT)
+	var p *client.Problem
+	var x *client.Execution
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		x, err = cb.Exec(ctx, s.ID, client.ExecRequest{Code: "echo on B"})
+		if err == nil || !errors.As(err, &p) || p.Status != 409 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil || x.Result.Stdout != "on B\n" {
+		t.Fatalf("the cell on B while A is paused: %+v %v", x, err)
+	}
+	a.Cmd.Process.Signal(syscall.SIGCONT)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		_, err = ca.Exec(ctx, s.ID, client.ExecRequest{Code: "echo on A again"})
+		if errors.As(err, &p) && p.Status == 409 && strings.Contains(p.Detail, "held by kiln replica") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A still serves the session B took over: %v", err)
+		}
 	}
 }

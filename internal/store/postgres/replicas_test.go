@@ -80,7 +80,14 @@ func TestReplicaClaimsOnce(t *testing.T) {
 		return err == nil && h == me
 	})
 	if len(won) != 1 {
-		t.Errorf("session taken over by %v, want exactly one replica", won)
+		t.Fatalf("session taken over by %v, want exactly one replica", won)
+	}
+	// The old holder learns at its next heartbeat that it lost the session.
+	if lost, err := r.Lost(ctx, "a", []string{sess.ID}); err != nil || len(lost) != 1 || lost[0] != sess.ID {
+		t.Errorf("Lost for the old holder = %v, %v; want the session", lost, err)
+	}
+	if lost, err := r.Lost(ctx, won[0], []string{sess.ID}); err != nil || len(lost) != 0 {
+		t.Errorf("Lost for the new holder = %v, %v; want none", lost, err)
 	}
 	won = race(func(me string) bool {
 		ok, err := r.ClaimBatch(ctx, me, b.ID, gone)
