@@ -98,7 +98,11 @@ func (s *Service) Bootstrap(ctx context.Context) (string, error) {
 		return "", err
 	}
 	u := kiln.User{Name: "admin", Admin: true}
-	if err := s.store.CreateUser(ctx, &u); err != nil {
+	if err := s.store.CreateUser(ctx, &u); errors.Is(err, store.ErrConflict) {
+		// Another replica starting at the same moment made the admin (and
+		// shows its key): not an error for this one.
+		return "", nil
+	} else if err != nil {
 		return "", err
 	}
 	k, err := s.createKey(ctx, u, u.ID, "bootstrap", KeyOptions{})
