@@ -45,3 +45,24 @@ func BenchmarkCellStore(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAPIKeyByHash is the key's lookup alone, which every request
+// with a key makes.
+func BenchmarkAPIKeyByHash(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, filepath.Join(b.TempDir(), "kiln.db"))
+	defer s.Close()
+	u := store.User{Name: "alice"}
+	if err := s.CreateUser(ctx, &u); err != nil {
+		b.Fatal(err)
+	}
+	hash := store.HashKey("kiln_bench")
+	if err := s.CreateAPIKey(ctx, &store.APIKey{UserID: u.ID, Name: "bench", Prefix: "kiln_", Hash: hash}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := s.APIKeyByHash(ctx, hash); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
