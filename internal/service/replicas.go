@@ -50,6 +50,7 @@ type ReplicaStore interface {
 	OrphanBatches(ctx context.Context, me string, gone time.Duration) ([]string, error)
 	Lost(ctx context.Context, me string, ids []string) ([]string, error)
 	Elsewhere(ctx context.Context, me, userID string) ([]kiln.Limits, error)
+	Prune(ctx context.Context, after time.Duration) (int64, error)
 }
 
 var _ ReplicaStore = (*postgres.Replicas)(nil)
@@ -57,6 +58,10 @@ var _ ReplicaStore = (*postgres.Replicas)(nil)
 // DefaultReplicaGone is how long a replica may miss heartbeats before
 // its sessions and batches are taken over.
 const DefaultReplicaGone = 30 * time.Second
+
+// pruneReplicasAfter is how long a gone replica that holds nothing keeps
+// its row, for an operator to see it.
+const pruneReplicasAfter = 24 * time.Hour
 
 // MinReplicaGone is the shortest bound --replica-gone takes.
 const MinReplicaGone = time.Second
@@ -132,6 +137,9 @@ func (s *Service) heartbeat() {
 		}
 		s.dropLost(ctx)
 		s.resumeOrphanBatches(ctx)
+		if _, err := s.cfg.Replicas.Prune(ctx, pruneReplicasAfter); err != nil {
+			s.log.Error("prune replicas", "err", err)
+		}
 		cancel()
 	}
 }

@@ -305,3 +305,17 @@ func (r *Replicas) Elsewhere(ctx context.Context, me, userID string) ([]kiln.Lim
 	}
 	return out, rows.Err()
 }
+
+// Prune deletes the rows of replicas gone for longer than after that hold
+// no active session or running batch (a Pod's replica with a fresh data
+// directory each start leaves one row per start).
+func (r *Replicas) Prune(ctx context.Context, after time.Duration) (int64, error) {
+	res, err := r.db.ExecContext(ctx, `DELETE FROM replicas r WHERE r.heartbeat < now() - make_interval(secs => $1)
+		AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.replica_id = r.id AND s.status = $2)
+		AND NOT EXISTS (SELECT 1 FROM batches b WHERE b.replica_id = r.id AND b.status = 'running')`,
+		secs(after), string(store.SessionActive))
+	if err != nil {
+		return 0, fmt.Errorf("prune replicas: %w", err)
+	}
+	return res.RowsAffected()
+}

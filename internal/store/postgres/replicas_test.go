@@ -130,3 +130,51 @@ func TestReplicaClaimsOnce(t *testing.T) {
 		t.Errorf("session after reaping: %+v %v", got, err)
 	}
 }
+
+// TestReplicaPrune deletes the row of a replica gone long ago that holds
+// nothing, and keeps a gone one that still holds a session and a live one.
+func TestReplicaPrune(t *testing.T) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, freshDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := postgres.NewReplicas(s)
+	for _, id := range []string{"old", "holder", "live"} {
+		if err := r.Heartbeat(ctx, id, "", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := store.User{Name: "u"}
+	if err := s.CreateUser(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	sess := store.Session{UserID: u.ID, Languages: []string{"python"}, IdleTTL: time.Hour}
+	if err := s.CreateSession(ctx, &sess); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Hold(ctx, "holder", sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SQL().ExecContext(ctx, `UPDATE replicas SET heartbeat = now() - interval '2 days' WHERE id <> 'live'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.Prune(ctx, 24*time.Hour); err != nil || n != 1 {
+		t.Fatalf("Prune = %d, %v; want 1 (old)", n, err)
+	}
+	var left []string
+	rows, err := s.SQL().QueryContext(ctx, `SELECT id FROM replicas ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		left = append(left, id)
+	}
+	if fmt.Sprint(left) != "[holder live]" {
+		t.Errorf("replicas left %v, want [holder live]", left)
+	}
+}
