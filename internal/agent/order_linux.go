@@ -62,8 +62,7 @@ func (o *order) notify() {
 // wait waits until ok holds (checked under o.mu), the cell ends, abort is
 // closed or orderWait passes.
 func (o *order) wait(ok func() bool, abort <-chan struct{}) {
-	timer := time.NewTimer(orderWait)
-	defer timer.Stop()
+	var timeout <-chan time.Time // made only if the wait is not over at once
 	for {
 		o.mu.Lock()
 		if !o.open || ok() {
@@ -72,9 +71,14 @@ func (o *order) wait(ok func() bool, abort <-chan struct{}) {
 		}
 		ch := o.changed
 		o.mu.Unlock()
+		if timeout == nil {
+			timer := time.NewTimer(orderWait)
+			defer timer.Stop()
+			timeout = timer.C
+		}
 		select {
 		case <-ch:
-		case <-timer.C:
+		case <-timeout:
 			return
 		case <-abort:
 			return

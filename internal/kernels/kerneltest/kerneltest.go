@@ -46,10 +46,11 @@ type Kernel struct {
 	// mark each pump has passed, the highest message taken, and whether a
 	// cell is being collected (only then do the pumps wait at marks).
 	// Guarded by Mu.
-	nonce []byte
-	seen  [2]uint64
-	sent  uint64
-	open  bool
+	nonce   []byte
+	seen    [2]uint64
+	sent    uint64
+	open    bool
+	changed chan struct{} // closed and replaced when any of them changes
 }
 
 // Result is what one cell produced.
@@ -157,6 +158,7 @@ func (k *Kernel) pump(r io.Reader, dst *bytes.Buffer, i int) {
 			dst.Write(before)
 			if found {
 				k.seen[i] = max(k.seen[i], seq)
+				k.notifyLocked()
 			}
 			k.Mu.Unlock()
 			if !found {
@@ -178,13 +180,39 @@ func (k *Kernel) pump(r io.Reader, dst *bytes.Buffer, i int) {
 // waitOrder waits (bounded, as the agent) until ok holds under Mu or no
 // cell is being collected.
 func (k *Kernel) waitOrder(ok func() bool) {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Microsecond) {
+	var timeout <-chan time.Time
+	for {
 		k.Mu.Lock()
-		done := !k.open || ok()
-		k.Mu.Unlock()
-		if done {
+		if !k.open || ok() {
+			k.Mu.Unlock()
 			return
 		}
+		ch := k.changedLocked()
+		k.Mu.Unlock()
+		if timeout == nil {
+			timeout = time.After(5 * time.Second)
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			return
+		}
+	}
+}
+
+// changedLocked returns the channel the next change closes; Mu is held.
+func (k *Kernel) changedLocked() chan struct{} {
+	if k.changed == nil {
+		k.changed = make(chan struct{})
+	}
+	return k.changed
+}
+
+// notifyLocked wakes the waiters; Mu is held.
+func (k *Kernel) notifyLocked() {
+	if k.changed != nil {
+		close(k.changed)
+		k.changed = nil
 	}
 }
 
@@ -192,6 +220,7 @@ func (k *Kernel) waitOrder(ok func() bool) {
 func (k *Kernel) setOpen(open bool) {
 	k.Mu.Lock()
 	k.open = open
+	k.notifyLocked()
 	k.Mu.Unlock()
 }
 
@@ -215,6 +244,7 @@ func (k *Kernel) Take(env kernelproto.Envelope, line []byte) bool {
 		}
 	}
 	k.sent = max(k.sent, env.Seq)
+	k.notifyLocked()
 	k.Mu.Unlock()
 	return stream
 }
