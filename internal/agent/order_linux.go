@@ -86,9 +86,8 @@ func (o *order) wait(ok func() bool, abort <-chan struct{}) {
 	}
 }
 
-// passed is a pump's: pipe i has passed mark seq. It returns once message
-// seq has been forwarded, so that what the pipe holds after the mark goes
-// out after the message.
+// passed is a pump's: pipe i has passed mark seq. Before the pump passes
+// on any output it read after the mark, it calls sentUpTo(seq).
 func (o *order) passed(i int, seq uint64) {
 	o.mu.Lock()
 	if seq > o.seen[i] {
@@ -96,7 +95,19 @@ func (o *order) passed(i int, seq uint64) {
 		o.notify()
 	}
 	o.mu.Unlock()
+}
+
+// sentUpTo returns once message seq has been forwarded, so that what a
+// pipe holds after its mark goes out after the message.
+func (o *order) sentUpTo(seq uint64) {
 	o.wait(func() bool { return o.sent >= seq }, nil)
+}
+
+// ready says, without waiting, whether both pipes have passed mark seq.
+func (o *order) ready(seq uint64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return !o.open || o.seen[0] >= seq && o.seen[1] >= seq
 }
 
 // before is the follower's, before it forwards message seq: it waits

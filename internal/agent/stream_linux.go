@@ -35,6 +35,7 @@ type stream struct {
 	order  *order
 	idx    int
 	ocarry []byte // held back: could be the start of an order mark
+	owed   uint64 // the last mark passed, whose message output after it waits for
 }
 
 func newStream(r, w *os.File, o *order, idx int) *stream {
@@ -70,6 +71,13 @@ func (s *stream) take(p []byte) {
 	s.ocarry = nil
 	for {
 		before, seq, after, found, keep := kernelproto.OrderSplit(nonce, data)
+		if len(before) > 0 && s.owed > 0 {
+			// output after a mark waits for the mark's message; marks
+			// with nothing after them (Python-level output alone) cost
+			// the pump no wait
+			s.order.sentUpTo(s.owed)
+			s.owed = 0
+		}
 		s.takeData(before)
 		if !found {
 			if keep > 0 {
@@ -78,6 +86,7 @@ func (s *stream) take(p []byte) {
 			return
 		}
 		s.order.passed(s.idx, seq)
+		s.owed = max(s.owed, seq)
 		data = after
 	}
 }
