@@ -74,11 +74,31 @@ func serverPid(dir string) int {
 }
 
 func stopPostgres(t testing.TB, dir string) {
+	waitInitdb(dir)
 	pid := serverPid(dir)
 	if pid <= 0 || syscall.Kill(pid, syscall.SIGQUIT) != nil {
 		return
 	}
 	for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitInitdb waits until no initdb works on the workspace's cluster: it
+// runs in a session of its own, so killing a kernel's process group leaves
+// it running, and a test that ends before its first query would otherwise
+// remove the directory while initdb still writes there. initdb holds
+// initdb.lock while it runs, as the kernel does around a template copy.
+func waitInitdb(dir string) {
+	f, err := os.Open(filepath.Join(dir, ".kiln/postgres/initdb.lock"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	for i := 0; i < 1200; i++ { // a bound: initdb's own time-out is shorter
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			return
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
