@@ -3,6 +3,7 @@ package seccomp
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -113,14 +114,52 @@ func dockerConditional(r Rule) ([]DockerSyscall, error) {
 			}
 		}
 		return out, nil
-	case "ioctl": // every request but the three the native filter refuses
-		return []DockerSyscall{allow(
-			DockerArg{Index: 1, Value: tiocsti, Op: "SCMP_CMP_NE"},
-			DockerArg{Index: 1, Value: tioclinux, Op: "SCMP_CMP_NE"},
-			DockerArg{Index: 1, Value: tiocsetd, Op: "SCMP_CMP_NE"},
-		)}, nil
+	case "ioctl":
+		// Every request but the three the native filter refuses, which
+		// get its EPERM. Not an allow rule with three SCMP_CMP_NE on
+		// argument 1: runc makes each comparison on one argument a rule
+		// of its own, and "not TIOCSTI or not TIOCLINUX" holds for every
+		// request. Nor an unconditional allow beside the EPERM rules:
+		// libseccomp drops conditional rules of a call that has one. The
+		// kernel reads the request as 32 bits, so every comparison masks
+		// the high bits off, as the native filter does.
+		refused := []uint64{tiocsti, tioclinux, tiocsetd}
+		var out []DockerSyscall
+		for _, a := range notIn32(1, refused) {
+			out = append(out, allow(a))
+		}
+		for _, req := range refused {
+			out = append(out, DockerSyscall{Names: []string{r.Name}, Action: "SCMP_ACT_ERRNO", ErrnoRet: errno(errnoEPERM),
+				Args: []DockerArg{masked(1, 0xffffffff, req)}})
+		}
+		return out, nil
 	}
 	return nil, fmt.Errorf("seccomp: the conditional rule for %s has no Docker translation (add one in docker.go)", r.Name)
+}
+
+// notIn32 are masked comparisons of argument i, one a rule, that together
+// hold for exactly the 32-bit values not in vals: walking the bits from
+// the top, each branch off the values' prefixes that leads to none of
+// them is one comparison of the bits down to the branch.
+func notIn32(i uint, vals []uint64) []DockerArg {
+	var out []DockerArg
+	prefixes := map[uint64]bool{0: true} // the values' bits above bit
+	for bit := 31; bit >= 0; bit-- {
+		next := map[uint64]bool{}
+		for _, v := range vals {
+			next[(v&0xffffffff)>>bit] = true
+		}
+		for _, p := range slices.Sorted(maps.Keys(prefixes)) {
+			for _, c := range []uint64{p << 1, p<<1 | 1} {
+				if !next[c] {
+					mask := uint64(0xffffffff) >> bit << bit
+					out = append(out, DockerArg{Index: i, Value: mask, ValueTwo: c << bit, Op: "SCMP_CMP_MASKED_EQ"})
+				}
+			}
+		}
+		prefixes = next
+	}
+	return out
 }
 
 // MarshalDockerProfile is p as JSON.

@@ -407,7 +407,6 @@ const (
 	whyRlimits  = "the agent in container mode sets no per-process rlimits (open files, file size, core): the engine's defaults hold"
 	whyUserUID  = "no user namespace under Docker: the file is the process's own and opens; the kernel refuses the write (EPERM/EACCES), which Python reports only when the file is closed, after the probe"
 	whySys      = "a container always has a /sys mount point; the Docker backend masks it with an empty read-only tmpfs (maskedPaths), where natively there is none"
-	whyTIOCSTI  = "kiln's Docker profile does not refuse ioctl(TIOCSTI/TIOCLINUX): the call reaches the kernel, which answers ENOTTY on a pipe; on a terminal it could push input into the sandbox's own terminal"
 )
 
 // dockerLines maps a line native prints to Docker's, for expectLines.
@@ -439,10 +438,6 @@ var dockerLines = map[string]dockerLine{
 	"ls /sys ENOENT":                            {"ls /sys ok", whySys, false},
 	"pidfd_send_signal agent EPERM": {"pidfd_send_signal agent ok",
 		"PID 1 is the container's init, not the agent, and runs as the user's uid: the signal is sent, and the kernel drops SIGKILL to a namespace's init from inside it (it still runs: the test's host checks)", false},
-	"TIOCSTI stdin EPERM":         {"TIOCSTI stdin ENOTTY", whyTIOCSTI, true},
-	"TIOCSTI stdout EPERM":        {"TIOCSTI stdout ENOTTY", whyTIOCSTI, true},
-	"TIOCLINUX stdin EPERM":       {"TIOCLINUX stdin ENOTTY", whyTIOCSTI, true},
-	"TIOCSTI high bits EPERM":     {"TIOCSTI high bits ENOTTY", whyTIOCSTI, true},
 	"pid 1 visible False":         {"pid 1 visible True", whySameUID, true},
 	"read /proc/1/environ ENOENT": {"read /proc/1/environ ok", whySameUID, true},
 	"readlink /proc/1/exe ENOENT": {"readlink /proc/1/exe ok", whySameUID, true},
