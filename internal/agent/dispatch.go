@@ -19,5 +19,7 @@ func Dispatch() {
 		Main()
 	case spawn.Arg:
 		spawn.Main()
+	case spawn.RlimitArg:
+		spawn.RlimitMain()
 	}
 }

@@ -159,6 +159,7 @@ func (a *Agent) startTerminal(t *terminal, req protocol.TermOpen) (<-chan exitSt
 	if a.unisolated {
 		pid, done, err = a.reaper.start(func() (int, error) {
 			fd := slave.Fd()
+			argv := a.withRlimits(argv)
 			return syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
 				Dir: sreq.Dir, Env: env, Files: []uintptr{fd, fd, fd},
 				Sys: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0},

@@ -28,7 +28,13 @@ import (
 type Unisolated struct {
 	Workspace string   // a host directory
 	Env       []string // the whole environment of user processes
-	OpenFiles int64    // unused: no rlimits are set without isolation
+	// OpenFiles and FileSize, when set, are the rlimits of user processes
+	// (as a native spawn stage sets them, with no core dumps): a
+	// container's agent runs each program through the rlimit stage of its
+	// own binary (spawn.RlimitArg), so the agent's own limits stay. Zero
+	// (the unboxed test backend) sets none.
+	OpenFiles int64 `json:",omitempty"`
+	FileSize  int64 `json:",omitempty"`
 	// Egress, when set, is the egress proxy's unix socket (a container's
 	// bind mount of it); the agent bridges protocol.EgressProxyAddr to it,
 	// as in a native sandbox.
@@ -52,6 +58,8 @@ func ServeUnisolated(conn *os.File, cfg Unisolated) error {
 			Workspace: cfg.Workspace,
 			Env:       cfg.Env,
 			UserUID:   -1, // files keep the caller's owner: Lchown(-1, -1) changes nothing
+			OpenFiles: cfg.OpenFiles,
+			FileSize:  cfg.FileSize,
 		},
 		unisolated: true,
 		cg:         &cgroups.Handles{}, // no cgroup: usage comes from rusage
@@ -107,6 +115,7 @@ func (a *Agent) newPlainSpare() (*spare, error) {
 		if err != nil {
 			return err
 		}
+		argv = a.withRlimits(argv)
 		pid, done, err := a.reaper.start(func() (int, error) {
 			return withUserOOMScore(func() (int, error) {
 				return syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
@@ -122,6 +131,15 @@ func (a *Agent) newPlainSpare() (*spare, error) {
 		return nil
 	}
 	return s, nil
+}
+
+// withRlimits is argv run through the rlimit stage when the agent has
+// rlimits to set (a container's; natively the spawn stage sets them).
+func (a *Agent) withRlimits(argv []string) []string {
+	if a.cfg.OpenFiles <= 0 || a.cfg.FileSize <= 0 {
+		return argv
+	}
+	return spawn.RlimitArgv("/proc/self/exe", a.cfg.OpenFiles, a.cfg.FileSize, argv)
 }
 
 // plainArgv resolves the program on the request's PATH. A program that is

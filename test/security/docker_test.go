@@ -404,7 +404,6 @@ const (
 	whyFamily   = "Engine 20.10 answers a socket family the profile refuses with its default errno, EPERM (docs/DOCKER.md, Seccomp); the family is refused all the same"
 	whyNoIPv6   = "the engine disables IPv6 in a container's network namespace, so an IPv6 address is not even assignable; there is no route out either way"
 	whySameUID  = "the container's init and agent run as the user's uid and /proc has no hidepid, so user code sees and may signal them, and read their /proc entries (docs/DOCKER.md: one uid in a container)"
-	whyRlimits  = "the agent in container mode sets no per-process rlimits (open files, file size, core): the engine's defaults hold"
 	whyUserUID  = "no user namespace under Docker: the file is the process's own and opens; the kernel refuses the write (EPERM/EACCES), which Python reports only when the file is closed, after the probe"
 	whySys      = "a container always has a /sys mount point; the Docker backend masks it with an empty read-only tmpfs (maskedPaths), where natively there is none"
 )
@@ -450,13 +449,7 @@ var dockerLines = map[string]dockerLine{
 	"own only True":               {"own only False", whySameUID, true},
 	"bash ps sort tr ":            {"bash exe kiln ps sort tr ", whySameUID, true},
 	`["node"] true`:               {`["kiln","exe","node"] true`, whySameUID, true},
-	"EMFILE highest fd 31":        {"EMFILE highest fd 19999", whyRlimits, true},
-	"EFBIG 1048576":               {"ENOSPC 268435456", whyRlimits + " (a file grows until /tmp is full)", true},
 	"fds ['0', '1', '2', '3']":    {"fds ['0', '1', '2', '3', '4', '5']", whySameUID + " (the probes' opens of /proc/1/exe and /proc/1/mem succeeded and hold 3 and 4)", true},
-	"limit (32, 32)":              {"limit (20000, 20000)", whyRlimits, true},
-	"raise refused":               {"raised", whyRlimits, true},
-	"32":                          {"20000", whyRlimits, true},
-	"ulimit -n 4096 EPERM":        {"ulimit -n 4096 ok", whyRlimits, true},
 }
 
 // onDockerWant rewrites want for the Docker backend (dockerLines) and

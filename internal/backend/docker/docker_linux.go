@@ -110,7 +110,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 	lim := spec.Limits.WithDefaults()
 	id := newID()
 	env := baseEnv()
-	unisolated := agent.Unisolated{Workspace: "/workspace"}
+	unisolated := agent.Unisolated{Workspace: "/workspace", OpenFiles: lim.OpenFiles, FileSize: lim.FileSizeBytes}
 	var egress []mount.Mount
 	if spec.EgressSocket != "" {
 		// The agent and user code are one uid in a container, so user
