@@ -1,6 +1,5 @@
-// Package pgtest starts a throwaway PostgreSQL for tests outside the
-// postgres package (the replicas test drives two kiln serve processes on
-// one). It listens only on a unix socket in a new temporary directory.
+//go:build linux
+
 package pgtest
 
 import (
