@@ -60,17 +60,18 @@ func batchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	out := fs.String("o", "", "write the results to this file (JSON lines) instead of stdout")
 	cache := fs.Bool("cache", false, "take results from your result cache of one-shot runs when the same run is there (the programs must not depend on the clock, randomness or the environment)")
 	logLevel := fs.String("log-level", "warn", "local mode: debug, info, warn or error (to stderr)")
-	if err := fs.Parse(args); err != nil {
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return errUsage
 	}
-	if fs.NArg() != 1 {
+	if len(files) != 1 {
 		fmt.Fprintln(stderr, "kiln batch: give one FILE.jsonl (or - for stdin)")
 		return errUsage
 	}
-	items, err := readBatchFile(fs.Arg(0), stdin)
+	items, err := readBatchFile(files[0], stdin)
 	if err != nil {
 		return err
 	}
@@ -233,4 +234,24 @@ func localBatch(ctx context.Context, log *slog.Logger, fn func(*client.Client) e
 		return err
 	}
 	return fn(c)
+}
+
+// parseInterspersed parses flags before and after the positional
+// arguments (kiln batch FILE -o out.jsonl), as users type them, and
+// returns the positional ones; everything after "--" is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,5 +74,36 @@ func TestBatchLocal(t *testing.T) {
 	}
 	if len(got) != 3 || !got["ok"].Passed || !got["js"].Passed || got["bad"].Reason != client.ReasonWrongAnswer || got["bad"].Detail != "assertion failed: f is wrong" {
 		t.Errorf("results: %+v", got)
+	}
+}
+
+// TestParseInterspersed: flags count after the file too, as users type
+// `kiln batch items.jsonl -o results.jsonl`; "--" ends them.
+func TestParseInterspersed(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		out     string
+		cache   bool
+		files   []string
+		wantErr bool
+	}{
+		{args: []string{"-o", "r.jsonl", "b.jsonl"}, out: "r.jsonl", files: []string{"b.jsonl"}},
+		{args: []string{"b.jsonl", "-o", "r.jsonl", "-cache"}, out: "r.jsonl", cache: true, files: []string{"b.jsonl"}},
+		{args: []string{"a.jsonl", "b.jsonl"}, files: []string{"a.jsonl", "b.jsonl"}},
+		{args: []string{"--", "-o"}, files: []string{"-o"}},
+		{args: []string{"b.jsonl", "-nope"}, wantErr: true},
+	} {
+		fs := flag.NewFlagSet("batch", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		out := fs.String("o", "", "")
+		cache := fs.Bool("cache", false, "")
+		files, err := parseInterspersed(fs, tc.args)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%q: error %v, want error %v", tc.args, err, tc.wantErr)
+			continue
+		}
+		if err == nil && (*out != tc.out || *cache != tc.cache || !slices.Equal(files, tc.files)) {
+			t.Errorf("%q: -o %q -cache %v files %q; want %q %v %q", tc.args, *out, *cache, files, tc.out, tc.cache, tc.files)
+		}
 	}
 }
