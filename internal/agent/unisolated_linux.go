@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -170,57 +169,43 @@ func plainArgv(req spawn.Request) ([]string, error) {
 // that starts later for another request is spared: it descends from none
 // of the doomed.
 //
-// Each round stops every doomed process before it kills any. Killed one
-// by one, a shell could see its child die and exit 137 on its own before
-// its own SIGKILL landed (the exec then reports an exit code, not the
-// kill), and a fork bomb could fork faster than the walk through /proc.
-// A stopped process does neither, and SIGKILL still ends it.
+// Each round kills parents before their children. Killed the other way
+// round, a shell could see its child die and exit 137 on its own before
+// its own SIGKILL landed, and the exec would report an exit code, not the
+// kill. (Stopping them all first also orders it, but a memory bomb then
+// holds its memory while the rest is found: kills took seconds.)
 func (a *Agent) killDescendants() {
 	self := os.Getpid()
 	doomed := map[int]bool{}
-	procs := processes()
-	for p, st := range procs {
-		if p != self && !st.zombie && descends(p, procs, map[int]bool{self: true}) {
-			doomed[p] = true
-			unix.Kill(p, unix.SIGSTOP)
-		}
-	}
-	fresh := slices.Collect(maps.Keys(doomed))
+	keep := map[int]bool{self: true}
 	for range 100 {
-		stopped := append(fresh, stopDescendants(self, doomed)...)
-		if len(stopped) == 0 {
+		procs := processes()
+		var round []int
+		for p, st := range procs {
+			if p != self && !st.zombie && descends(p, procs, keep) {
+				round = append(round, p)
+			}
+		}
+		if len(round) == 0 {
 			return
 		}
-		for _, p := range stopped {
+		slices.SortFunc(round, func(x, y int) int { return depth(x, procs) - depth(y, procs) })
+		for _, p := range round {
+			doomed[p] = true
 			unix.Kill(p, unix.SIGKILL)
 		}
-		fresh = nil
+		keep = doomed
 		time.Sleep(time.Millisecond)
 	}
 }
 
-// stopDescendants sends SIGSTOP to every live process not yet doomed that
-// descends from one that is, re-reading /proc until a pass finds none
-// new, so children forked before their parent stopped are caught too.
-// It returns the processes it stopped, now doomed.
-func stopDescendants(self int, doomed map[int]bool) []int {
-	var stopped []int
-	for range 100 {
-		found := false
-		procs := processes()
-		for p, st := range procs {
-			if p != self && !st.zombie && !doomed[p] && descends(p, procs, doomed) {
-				doomed[p] = true
-				unix.Kill(p, unix.SIGSTOP)
-				stopped = append(stopped, p)
-				found = true
-			}
-		}
-		if !found {
-			break
-		}
+// depth is how many parents p has in the snapshot.
+func depth(p int, procs map[int]procStat) int {
+	n := 0
+	for st, ok := procs[p]; ok && n <= len(procs); st, ok = procs[st.ppid] {
+		n++
 	}
-	return stopped
+	return n
 }
 
 // usage is what user code has used: the cgroup's counters, or without a
