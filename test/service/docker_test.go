@@ -56,6 +56,30 @@ func kilnContainers(t *testing.T) []dockerContainer {
 	return out
 }
 
+// removeDockerContainers removes, on Docker, the containers of the server
+// on data (its owner label), as a restart on data would reap them.
+func removeDockerContainers(t *testing.T, data string) {
+	if !onDocker {
+		return
+	}
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, c := range kilnContainers(t) {
+		if c.owner != data {
+			continue
+		}
+		if _, err := cli.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			t.Errorf("remove the container %s of the killed server on %s: %v", c.id, data, err)
+		}
+	}
+}
+
 // dockerSandboxes lists the containers of the servers the tests started;
 // with runningOnly, those that still run.
 func dockerSandboxes(t *testing.T, runningOnly bool) []string {

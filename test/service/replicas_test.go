@@ -34,6 +34,10 @@ func startReplica(t *testing.T, data, dsn, keyFrom string) *server {
 			t.Fatal(err)
 		}
 	}
+	// A replica these tests SIGKILL is never started again on its data
+	// directory, which on Docker is what reaps its containers: they are
+	// removed when the test ends, so that later tests count only theirs.
+	t.Cleanup(func() { removeDockerContainers(t, data) })
 	return start(t, data, "--db", dsn, "--replica-gone", replicaGone)
 }
 
