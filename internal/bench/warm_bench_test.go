@@ -19,20 +19,9 @@ import (
 //
 //	go test -run XXX -bench WarmCellHTTP -benchtime 2000x -cpuprofile cpu.out ./internal/bench/
 func BenchmarkWarmCellHTTP(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root: the service's sessions are sandboxes of the native backend")
-	}
-	log := slog.New(slog.DiscardHandler)
-	nb, err := native.New(native.Config{}, log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	h, err := startService(ctx, engine.New(nb, log), service.Config{PoolSize: -1, Workspaces: workspace.Tmpfs}, log)
-	if err != nil {
-		b.Fatal(err)
-	}
+	h := benchService(b)
 	defer h.close()
+	ctx := context.Background()
 	s, err := h.user.CreateSession(ctx, client.SessionRequest{})
 	if err != nil {
 		b.Fatal(err)
@@ -48,4 +37,22 @@ func BenchmarkWarmCellHTTP(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchService starts the in-process service the HTTP benchmarks share:
+// the native backend, no pool, tmpfs workspaces.
+func benchService(b *testing.B) *harness {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root: the service's sandboxes are the native backend's")
+	}
+	log := slog.New(slog.DiscardHandler)
+	nb, err := native.New(native.Config{}, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := startService(context.Background(), engine.New(nb, log), service.Config{PoolSize: -1, Workspaces: workspace.Tmpfs}, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h
 }
