@@ -172,7 +172,7 @@ func mountProc(root string, _ *protocol.Boot) error {
 			}
 		}
 	}
-	for _, p := range procMasks {
+	for _, p := range ProcMasks {
 		path := filepath.Join(proc, p)
 		if _, err := os.Stat(path); err == nil {
 			if err := unix.Mount("/dev/null", path, "", unix.MS_BIND, ""); err != nil {
@@ -180,7 +180,7 @@ func mountProc(root string, _ *protocol.Boot) error {
 			}
 		}
 	}
-	for _, p := range procDirMasks {
+	for _, p := range ProcDirMasks {
 		path := filepath.Join(proc, p)
 		if _, err := os.Stat(path); err == nil {
 			if err := unix.Mount("kiln-mask", path, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,nr_inodes=2,mode=0555"); err != nil {
@@ -191,23 +191,24 @@ func mountProc(root string, _ *protocol.Boot) error {
 	return nil
 }
 
-// procMasks are /proc files that describe the host rather than the
+// ProcMasks are /proc files that describe the host rather than the
 // sandbox, shown empty (/dev/null bound over them): the kernel's memory
 // and symbols, and facts about the host that no program needs and that
 // tell one sandbox what the host and its other tenants do. /proc/locks
 // lists every file lock on the host; cmdline and config.gz describe its
 // kernel; diskstats, interrupts and softirqs its devices and activity.
 // What stays (stat, meminfo, loadavg, cpuinfo, uptime) is read by
-// ordinary tools; docs/SECURITY.md lists it with the reasons.
-var procMasks = []string{
+// ordinary tools; docs/SECURITY.md lists it with the reasons. The Docker
+// backend masks the same list in its containers (HostConfig.MaskedPaths).
+var ProcMasks = []string{
 	"kcore", "keys", "timer_list", "sched_debug", "kallsyms", "kmsg",
 	"locks", "cmdline", "config.gz", "diskstats", "interrupts", "softirqs", "partitions", "swaps",
 	"modules", "vmallocinfo", "buddyinfo", "zoneinfo", "pagetypeinfo", "schedstat", "key-users",
 }
 
-// procDirMasks are /proc directories shown empty (a read-only tmpfs):
+// ProcDirMasks are /proc directories shown empty (a read-only tmpfs):
 // pressure holds the host's CPU, memory and I/O pressure.
-var procDirMasks = []string{"pressure"}
+var ProcDirMasks = []string{"pressure"}
 
 // devNodes are bound from the host's /dev; nothing else is there.
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}

@@ -1,21 +1,33 @@
 package docker
 
+import (
+	"slices"
+
+	"github.com/kiln-dev/kiln/internal/agent/boot"
+)
+
 // maskedPaths are the paths the runtime masks in every container (a file
 // behind /dev/null, a directory behind an empty read-only tmpfs). Setting
 // them replaces the engine's default list, so that list comes first; then
-// the /proc files and directories the native backend masks
-// (agent/boot's procMasks and procDirMasks: the host's locks, kernel
-// command line and configuration, disks, interrupts, memory layout,
-// pressure), and /sys, which natively is not there at all: it shows the
-// host's devices and CPU topology.
-var maskedPaths = []string{
-	// The engine's defaults (Engine 20.10, oci/defaults.go).
+// the /proc files and directories the native backend masks, taken from
+// native's own list (boot.ProcMasks and boot.ProcDirMasks: the host's
+// locks, kernel command line and configuration, disks, interrupts, memory
+// layout, pressure), so the two cannot drift; and /sys, which natively is
+// not there at all: it shows the host's devices and CPU topology.
+var maskedPaths = masks()
+
+// engineMasks is the engine's default list (Engine 20.10, oci/defaults.go).
+var engineMasks = []string{
 	"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
-	// Native's.
-	"/proc/kallsyms", "/proc/kmsg", "/proc/locks", "/proc/cmdline", "/proc/config.gz",
-	"/proc/diskstats", "/proc/interrupts", "/proc/softirqs", "/proc/partitions", "/proc/swaps",
-	"/proc/modules", "/proc/vmallocinfo", "/proc/buddyinfo", "/proc/zoneinfo", "/proc/pagetypeinfo",
-	"/proc/schedstat", "/proc/key-users", "/proc/pressure",
-	"/sys",
+}
+
+func masks() []string {
+	paths := slices.Clone(engineMasks)
+	for _, name := range slices.Concat(boot.ProcMasks, boot.ProcDirMasks) {
+		if p := "/proc/" + name; !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	return append(paths, "/sys")
 }
