@@ -30,6 +30,11 @@ type Spec struct {
 	// gives it only to that user's sandboxes. A backend that does not
 	// support it ignores it (Sandbox.BuildCache stays empty).
 	BuildCache string
+	// Resources are extended resources (nvidia.com/gpu: 1) the sandbox
+	// asks for, each within the administrator's allowlist (CheckResources).
+	// Only the Kubernetes backend has them: with another backend the
+	// allowlist is empty and the service refuses any.
+	Resources map[string]int64
 }
 
 // Mount is a host directory (Source) shown read-only at Target in the

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,10 @@ type Options struct {
 	// RuntimeClassName, when set, runs Pods under that RuntimeClass
 	// (gVisor, Kata).
 	RuntimeClassName string
+	// ExtendedResources are the extended resources (nvidia.com/gpu) a
+	// sandbox may ask for, each with the most one sandbox may have (0: no
+	// bound but the nodes'); backend.CheckResources. Empty: none.
+	ExtendedResources map[string]int64
 }
 
 // Backend makes sandboxes as Pods.
@@ -202,10 +207,13 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 	if err := spec.Limits.Validate(); err != nil {
 		return backend.Sandbox{}, err
 	}
+	if err := backend.CheckResources(spec.Resources, b.opt.ExtendedResources); err != nil {
+		return backend.Sandbox{}, err
+	}
 	lim := spec.Limits.WithDefaults()
 	id := newID()
 	pods := b.cs.CoreV1().Pods(b.opt.Namespace)
-	if _, err := pods.Create(ctx, b.pod(id, lim), metav1.CreateOptions{}); err != nil {
+	if _, err := pods.Create(ctx, b.pod(id, lim, spec.Resources), metav1.CreateOptions{}); err != nil {
 		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot create the Pod")
 	}
 	defer func() {
@@ -213,7 +221,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 			b.remove(context.Background(), id)
 		}
 	}()
-	if err := b.waitRunning(ctx, id); err != nil {
+	if err := b.waitRunning(ctx, id, spec.Resources); err != nil {
 		return backend.Sandbox{}, err
 	}
 	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), spec.Env...)})
@@ -268,13 +276,18 @@ func (b *Backend) isolated(ctx context.Context, c *agentclient.Client) error {
 }
 
 // pod is the sandbox's Pod: the issue's security context, requests equal
-// to limits (Guaranteed QoS), sizes from the session's limits.
-func (b *Backend) pod(id string, lim kiln.Limits) *corev1.Pod {
+// to limits (Guaranteed QoS), sizes from the session's limits, and the
+// extended resources (GPUs) it asked for, which Kubernetes takes only
+// with requests equal to limits.
+func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64) *corev1.Pod {
 	uid := int64(docker.UID)
 	yes, no := true, false
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewMilliQuantity(lim.CPUMillis, resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(lim.MemoryBytes, resource.BinarySI),
+	}
+	for name, n := range extended {
+		res[corev1.ResourceName(name)] = *resource.NewQuantity(n, resource.DecimalSI)
 	}
 	memDir := func(size int64) corev1.VolumeSource {
 		return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(size, resource.BinarySI)}}
@@ -326,8 +339,11 @@ func (b *Backend) pod(id string, lim kiln.Limits) *corev1.Pod {
 }
 
 // waitRunning polls the Pod until it runs; a Pod that fails or ends
-// first is an error that says why.
-func (b *Backend) waitRunning(ctx context.Context, id string) error {
+// first is an error that says why. A Pod that no node can take for want
+// of an extended resource it asked for fails at once: GPUs are few and
+// held for a session's life, so waiting the 2 minutes for one to be
+// freed would mostly hang the client for nothing.
+func (b *Backend) waitRunning(ctx context.Context, id string, extended map[string]int64) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	why := "" // the last reason it was not running, for the timeout's error
@@ -350,6 +366,9 @@ func (b *Backend) waitRunning(ctx context.Context, id string) error {
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
 				why = c.Reason + ": " + c.Message // e.g. Insufficient cpu
+				if name := lacking(c.Message, extended); c.Reason == corev1.PodReasonUnschedulable && name != "" {
+					return kiln.Errorf(kiln.Unavailable, "no node has %d %s free for the sandbox (the scheduler: %s); try again later or ask for fewer", extended[name], name, c.Message)
+				}
 			}
 		}
 		select {
@@ -358,6 +377,21 @@ func (b *Backend) waitRunning(ctx context.Context, id string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// lacking is the extended resource among those asked for that the
+// scheduler's message says no node has enough of ("0/1 nodes are
+// available: 1 Insufficient nvidia.com/gpu."), or "".
+func lacking(msg string, extended map[string]int64) string {
+	for name := range extended {
+		// whole names only: nvidia.com/gpu is not nvidia.com/gpu-mem
+		for _, end := range []string{".", ",", ";", ""} {
+			if end == "" && strings.HasSuffix(msg, "Insufficient "+name) || end != "" && strings.Contains(msg, "Insufficient "+name+end) {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // exec starts argv in the Pod with its stdin and stdout as the returned

@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/backend/backendtest"
@@ -125,7 +126,7 @@ func TestReapByLabel(t *testing.T) {
 	}
 	defer other.DestroySandbox(ctx, theirs.ID)
 	// A Pod kiln did not make: the same image, none of kiln's labels.
-	stranger := b.pod("stranger", kiln.DefaultLimits())
+	stranger := b.pod("stranger", kiln.DefaultLimits(), nil)
 	stranger.Labels = map[string]string{"app": "not-kiln"}
 	pods := b.cs.CoreV1().Pods(b.opt.Namespace)
 	if _, err := pods.Create(ctx, stranger, metav1.CreateOptions{}); err != nil {
@@ -217,5 +218,94 @@ print(len(pids))
 	out.Reset()
 	if _, err := agent.Exec(ctx, protocol.Exec{Argv: []string{"/bin/echo", "alive"}, TimeoutMs: 60_000, OutputBytes: 1 << 10}, &out, &out); err != nil || out.String() != "alive\n" {
 		t.Errorf("the agent after the fork bomb: %q, %v", out.String(), err)
+	}
+}
+
+// A sandbox asks for an extended resource (a GPU) the administrator
+// allows: its Pod requests and is limited to it and is scheduled where a
+// node has it; asking for more than any node has fails at once, saying
+// so, and asking for one not allowed names what is.
+func TestExtendedResources(t *testing.T) {
+	b := testBackend(t)
+	ctx := context.Background()
+	const gpu = "example.com/kiln-test-gpu"
+	advertise(t, b, gpu, 2)
+	b.opt.ExtendedResources = map[string]int64{gpu: 0}
+	small := kiln.Limits{CPUMillis: 100, MemoryBytes: 128 * kiln.MiB}
+
+	sb, agent := backendtest.Sandbox(t, b, backend.Spec{Limits: small, Resources: map[string]int64{gpu: 1}})
+	p, err := b.cs.CoreV1().Pods(b.opt.Namespace).Get(ctx, "kiln-"+sb.ID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Spec.Containers[0].Resources
+	if q, l := r.Requests[gpu], r.Limits[gpu]; q.Value() != 1 || l.Value() != 1 {
+		t.Errorf("the Pod's %s: request %v, limit %v; want 1 and 1", gpu, q.String(), l.String())
+	}
+	if p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("the Pod asking for 1 %s: node %q, phase %s; want it scheduled and running", gpu, p.Spec.NodeName, p.Status.Phase)
+	}
+	var out bytes.Buffer
+	if _, err := agent.Exec(ctx, protocol.Exec{Argv: []string{"/bin/echo", "ok"}, TimeoutMs: 60_000, OutputBytes: 1 << 10}, &out, &out); err != nil || out.String() != "ok\n" {
+		t.Errorf("the sandbox with a GPU: %q, %v", out.String(), err)
+	}
+
+	t0 := time.Now()
+	_, err = b.CreateSandbox(ctx, backend.Spec{Limits: small, Resources: map[string]int64{gpu: 3}})
+	if kiln.KindOf(err) != kiln.Unavailable || err == nil || !strings.Contains(err.Error(), "no node has 3 "+gpu) {
+		t.Errorf("asking for 3 %s where the node has 2: %v; want unavailable, no node has 3", gpu, err)
+	}
+	if d := time.Since(t0); d > time.Minute {
+		t.Errorf("asking for 3 %s took %v to fail; want at once, not the 2 min start timeout", gpu, d)
+	}
+	_, err = b.CreateSandbox(ctx, backend.Spec{Limits: small, Resources: map[string]int64{"nvidia.com/gpu": 1}})
+	if kiln.KindOf(err) != kiln.Invalid || !strings.Contains(err.Error(), "allowed: "+gpu) {
+		t.Errorf("asking for a resource not allowed: %v; want invalid, naming %s", err, gpu)
+	}
+	if ids, _ := b.List(ctx); !slices.Equal(ids, []string{sb.ID}) {
+		t.Errorf("sandboxes after the refused creates: %v; want only [%s]", ids, sb.ID)
+	}
+}
+
+// advertise makes every node advertise n of a fake extended resource, as
+// a device plugin would, until the test ends; it waits until the node's
+// allocatable shows it, which is what the scheduler reads.
+func advertise(t *testing.T, b *Backend, name string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	nodes, err := b.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("the test cluster's nodes: %v", err)
+	}
+	path := "/status/capacity/" + strings.ReplaceAll(name, "/", "~1")
+	for _, node := range nodes.Items {
+		patch := `[{"op":"add","path":"` + path + `","value":"` + strconv.Itoa(n) + `"}]`
+		if _, err := b.cs.CoreV1().Nodes().Patch(ctx, node.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatalf("advertising %s on node %s: %v", name, node.Name, err)
+		}
+		t.Cleanup(func() {
+			for _, field := range []string{"capacity", "allocatable"} {
+				p := `[{"op":"remove","path":"/status/` + field + `/` + strings.ReplaceAll(name, "/", "~1") + `"}]`
+				if _, err := b.cs.CoreV1().Nodes().Patch(context.Background(), node.Name, types.JSONPatchType, []byte(p), metav1.PatchOptions{}, "status"); err != nil && !strings.Contains(err.Error(), "nonexistent") {
+					t.Errorf("removing %s from node %s's %s: %v", name, node.Name, field, err)
+				}
+			}
+		})
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, node := range nodes.Items {
+		for {
+			got, err := b.cs.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q, ok := got.Status.Allocatable[corev1.ResourceName(name)]; ok && q.Value() == int64(n) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s's allocatable never showed %d %s: %v", node.Name, n, name, got.Status.Allocatable)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 }

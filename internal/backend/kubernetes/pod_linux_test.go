@@ -10,7 +10,7 @@ import (
 // runtimes come in the image), no host namespaces.
 func TestPodHasNoHostPath(t *testing.T) {
 	b := &Backend{opt: Options{Namespace: "default", Image: ImageRepository + ":0123456789abcdef0123"}}
-	p := b.pod("0123456789abcdef", kiln.DefaultLimits())
+	p := b.pod("0123456789abcdef", kiln.DefaultLimits(), nil)
 	for _, v := range p.Spec.Volumes {
 		if v.HostPath != nil {
 			t.Errorf("volume %q is a hostPath of %s", v.Name, v.HostPath.Path)
