@@ -23,11 +23,16 @@ import (
 // one replica's engine, so the store records which replica holds each
 // active session, and a lease lasts as long as its holder heartbeats:
 //
-//   - a request for a session another live replica holds is refused with
-//     a conflict that names the holder (the simplest correct rule: no
-//     second sandbox, no proxying); a load balancer routes a session's
-//     requests to its replica. With a backend that spans machines
-//     (Kubernetes) any replica will reach any sandbox, and this rule goes.
+//   - a request for a session another live replica holds moves the
+//     session here when the backend reaches every replica's sandboxes
+//     (SharedSandboxes): the holder lets go of it once idle and this
+//     replica attaches to the same sandbox, kernels intact
+//     (replicas_handoff.go); a request that waits longer than
+//     HandoffWait is answered busy (503). On the other backends (native,
+//     Docker and Kubernetes today: a sandbox's agent has one connection,
+//     held by the process that made the sandbox) it is refused with a
+//     conflict that names the holder: no second sandbox, no proxying; a
+//     load balancer routes a session's requests to its replica.
 //   - a session whose holder is gone (no heartbeat for ReplicaGone) is
 //     taken over by the replica the next request reaches, exactly once:
 //     the claim locks the session's row (postgres.Replicas).
@@ -51,6 +56,13 @@ type ReplicaStore interface {
 	Lost(ctx context.Context, me string, ids []string) ([]string, error)
 	Elsewhere(ctx context.Context, me, userID string) ([]kiln.Limits, error)
 	Prune(ctx context.Context, after time.Duration) (int64, error)
+	// Handoff between live replicas (replicas_handoff.go).
+	AskRelease(ctx context.Context, me, id string) (string, error)
+	Withdraw(ctx context.Context, me, id string) error
+	Releases(ctx context.Context, me string) ([]string, error)
+	Release(ctx context.Context, me, id, sandbox string) (string, error)
+	HandedOver(ctx context.Context, me, id string) (holder, sandbox string, _ error)
+	Listen(ctx context.Context, me string, wake func())
 }
 
 var _ ReplicaStore = (*postgres.Replicas)(nil)
@@ -136,6 +148,7 @@ func (s *Service) heartbeat() {
 			s.log.Error("replica heartbeat", "err", err)
 		}
 		s.dropLost(ctx)
+		s.wakeHandoffs() // in case a request's notification was lost
 		s.resumeOrphanBatches(ctx)
 		if _, err := s.cfg.Replicas.Prune(ctx, pruneReplicasAfter); err != nil {
 			s.log.Error("prune replicas", "err", err)
@@ -186,11 +199,14 @@ func (s *Service) takeOver(ctx context.Context, ownerID, id string) (*live, erro
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, errEnded
+	case errors.Is(err, postgres.ErrHeld) && s.handoffs():
+		return s.handOver(ctx, ownerID, id, holder)
 	case errors.Is(err, postgres.ErrHeld):
 		return nil, kiln.Errorf(kiln.Conflict,
 			"session %s is held by kiln replica %s, which is alive: send the session's requests to that replica "+
-				"(its sandbox lives there), or retry after it stops, when the next replica asked takes the session over (within %s)",
-			id, holder, s.cfg.ReplicaGone)
+				"(its sandbox lives there, and this backend, %s, does not reach one replica's sandboxes from another), "+
+				"or retry after it stops, when the next replica asked takes the session over (within %s)",
+			id, holder, s.engine.Backend().Capabilities().Name, s.cfg.ReplicaGone)
 	case err != nil:
 		return nil, kiln.Wrap(kiln.Unavailable, err, "cannot claim session %s from the store", id)
 	}

@@ -85,6 +85,10 @@ type Config struct {
 	Replicas    ReplicaStore `json:"-"`
 	ReplicaAddr string
 	ReplicaGone time.Duration
+	// HandoffWait bounds how long a request waits for the live replica
+	// holding its session to hand it over (replicas.go; default
+	// DefaultHandoffWait), before it is answered that the session is busy.
+	HandoffWait time.Duration
 }
 
 // DefaultConfig is the policy on the embedded defaults.
@@ -125,6 +129,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.MaxIdleTTL, d.MaxIdleTTL)
 	setDur(&c.IdleCheckEvery, d.IdleCheckEvery)
 	setDur(&c.ReplicaGone, DefaultReplicaGone)
+	setDur(&c.HandoffWait, DefaultHandoffWait)
 	setInt := func(p *int, v int) {
 		if *p <= 0 {
 			*p = v
@@ -175,6 +180,7 @@ type Service struct {
 	sessions map[string]*live // active sessions by id (with replicas: those this one holds)
 	replica  string           // this replica's id; empty without replicas (replicas.go)
 	starting map[string]int   // sessions being created, per user (quota)
+	handoff  handoffState     // sessions handed between replicas (replicas_handoff.go)
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -232,6 +238,7 @@ func New(ctx context.Context, cfg Config, st Store, eng *engine.Engine, log *slo
 	if s.cfg.Replicas != nil {
 		s.done.Add(1)
 		go s.heartbeat()
+		s.serveHandoffs()
 	}
 	// Batches resume last: their items run on everything above.
 	if err := s.resumeBatches(ctx); err != nil {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/kiln-dev/kiln/internal/kiln"
 	"github.com/kiln-dev/kiln/internal/store"
 )
@@ -318,4 +320,153 @@ func (r *Replicas) Prune(ctx context.Context, after time.Duration) (int64, error
 		return 0, fmt.Errorf("prune replicas: %w", err)
 	}
 	return res.RowsAffected()
+}
+
+// ReleaseChannel is the LISTEN/NOTIFY channel on which a replica asks
+// the holder of a session to let it go; the payload is the holder's id.
+const ReleaseChannel = "kiln_release"
+
+// AskRelease asks the live replica holding active session id to hand it
+// to me (release_to) and wakes that replica on ReleaseChannel, in one
+// statement. It returns the holder; me when me already holds it, and
+// store.ErrNotFound when the session is not active.
+func (r *Replicas) AskRelease(ctx context.Context, me, id string) (holder string, _ error) {
+	err := r.db.QueryRowContext(ctx, `WITH s AS (
+			UPDATE sessions SET release_to = CASE WHEN replica_id = $2 THEN '' ELSE $2 END
+			WHERE id = $1 AND status = $3 RETURNING replica_id)
+		SELECT replica_id, CASE WHEN replica_id = $2 THEN '' ELSE pg_notify($4, replica_id)::text END FROM s`,
+		id, me, string(store.SessionActive), ReleaseChannel).Scan(&holder, new(string))
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", store.ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("ask release: %w", err)
+	}
+	return holder, nil
+}
+
+// Withdraw takes back me's request for session id (its wait is over).
+func (r *Replicas) Withdraw(ctx context.Context, me, id string) error {
+	if _, err := r.db.ExecContext(ctx, `UPDATE sessions SET release_to = '' WHERE id = $1 AND release_to = $2`, id, me); err != nil {
+		return fmt.Errorf("withdraw release request: %w", err)
+	}
+	return nil
+}
+
+// Releases lists the active sessions me holds that another replica has
+// asked for.
+func (r *Replicas) Releases(ctx context.Context, me string) ([]string, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT id FROM sessions WHERE replica_id = $1 AND status = $2 AND release_to NOT IN ('', $1)`,
+		me, string(store.SessionActive))
+	if err != nil {
+		return nil, fmt.Errorf("release requests: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("release requests: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// Release hands session id, which me holds and has let go of, to the
+// replica that asked for it, with sandbox (the description of the sandbox
+// it left running) for that replica to attach to. One statement, so the
+// session has exactly one holder at every moment. It returns the new
+// holder; store.ErrNotFound when the request was withdrawn meanwhile (or
+// me no longer holds the session).
+func (r *Replicas) Release(ctx context.Context, me, id, sandbox string) (to string, _ error) {
+	err := r.db.QueryRowContext(ctx, `UPDATE sessions SET replica_id = release_to, release_to = '', sandbox = $3
+		WHERE id = $1 AND replica_id = $2 AND status = $4 AND release_to NOT IN ('', $2) RETURNING replica_id`,
+		id, me, sandbox, string(store.SessionActive)).Scan(&to)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", store.ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("release session: %w", err)
+	}
+	return to, nil
+}
+
+// HandedOver returns the holder of active session id and the sandbox its
+// last holder left for it ("" for none), and clears the latter when me
+// is the holder: a sandbox is attached to once.
+func (r *Replicas) HandedOver(ctx context.Context, me, id string) (holder, sandbox string, _ error) {
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return "", "", fmt.Errorf("handed-over session: %w", err)
+	}
+	defer tx.Rollback()
+	err = tx.QueryRowContext(ctx, `SELECT replica_id, sandbox FROM sessions WHERE id = $1 AND status = $2 FOR UPDATE`,
+		id, string(store.SessionActive)).Scan(&holder, &sandbox)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", store.ErrNotFound
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("handed-over session: %w", err)
+	}
+	if holder != me || sandbox == "" {
+		return holder, "", nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET sandbox = '' WHERE id = $1`, id); err != nil {
+		return "", "", fmt.Errorf("handed-over session: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return "", "", fmt.Errorf("handed-over session: %w", err)
+	}
+	return holder, sandbox, nil
+}
+
+// Listen calls wake each time another replica asks me for a session (a
+// notification on ReleaseChannel naming me), until ctx ends, on a
+// connection of its own that it makes again after an error. A
+// notification lost while the connection was down is not lost work: the
+// holder also reads the requests (Releases) at every heartbeat.
+func (r *Replicas) Listen(ctx context.Context, me string, wake func()) {
+	for ctx.Err() == nil {
+		err := r.listen(ctx, me, wake)
+		if ctx.Err() != nil {
+			return
+		}
+		_ = err // the heartbeat logs a database that does not answer
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (r *Replicas) listen(ctx context.Context, me string, wake func()) error {
+	conn, err := r.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("listen: not a pgx connection (%T)", dc)
+		}
+		pc := sc.Conn()
+		if _, err := pc.Exec(ctx, "LISTEN "+ReleaseChannel); err != nil {
+			return err
+		}
+		// The connection goes back to the pool when ctx ends: unlisten
+		// first, so that it does not keep collecting notifications.
+		defer pc.Exec(context.Background(), "UNLISTEN *")
+		wake() // requests made before LISTEN
+		for {
+			n, err := pc.WaitForNotification(ctx)
+			if err != nil {
+				return err
+			}
+			if n.Payload == me {
+				wake()
+			}
+		}
+	})
 }

@@ -178,3 +178,80 @@ func TestReplicaPrune(t *testing.T) {
 		t.Errorf("replicas left %v, want [holder live]", left)
 	}
 }
+
+// TestReplicaHandoff: a live holder's session moves only when another
+// replica asked for it and has not taken the request back, in one step
+// that names one holder; the sandbox left for the new holder is read
+// once; and the holder is woken by NOTIFY when asked.
+func TestReplicaHandoff(t *testing.T) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, freshDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := postgres.NewReplicas(s)
+	u := store.User{Name: "u"}
+	if err := s.CreateUser(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	sess := store.Session{UserID: u.ID, Languages: []string{"python"}, IdleTTL: time.Hour}
+	if err := s.CreateSession(ctx, &sess); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Hold(ctx, "ho-a", sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	woken := make(chan struct{}, 8)
+	go r.Listen(lctx, "ho-a", func() { woken <- struct{}{} })
+	select {
+	case <-woken: // the first read, once listening
+	case <-time.After(30 * time.Second):
+		t.Fatal("Listen did not start")
+	}
+
+	if h, err := r.AskRelease(ctx, "ho-b", sess.ID); err != nil || h != "ho-a" {
+		t.Fatalf("AskRelease = %q, %v; want ho-a", h, err)
+	}
+	select {
+	case <-woken:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the holder was not notified of the request")
+	}
+	if ids, err := r.Releases(ctx, "ho-a"); err != nil || len(ids) != 1 || ids[0] != sess.ID {
+		t.Fatalf("Releases(holder) = %v, %v", ids, err)
+	}
+	if _, err := r.Release(ctx, "ho-b", sess.ID, "{}"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Release by a replica that does not hold the session: %v, want ErrNotFound", err)
+	}
+	if err := r.Withdraw(ctx, "ho-b", sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Release(ctx, "ho-a", sess.ID, "{}"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Release of a withdrawn request: %v, want ErrNotFound", err)
+	}
+	if h, _ := r.Holder(ctx, sess.ID); h != "ho-a" {
+		t.Fatalf("holder after a withdrawn request: %q, want ho-a", h)
+	}
+
+	if _, err := r.AskRelease(ctx, "ho-b", sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	if to, err := r.Release(ctx, "ho-a", sess.ID, `{"ID":"box"}`); err != nil || to != "ho-b" {
+		t.Fatalf("Release = %q, %v; want ho-b", to, err)
+	}
+	if h, box, err := r.HandedOver(ctx, "ho-a", sess.ID); err != nil || h != "ho-b" || box != "" {
+		t.Fatalf("HandedOver for the old holder = %q, %q, %v; want ho-b and no sandbox", h, box, err)
+	}
+	if h, box, err := r.HandedOver(ctx, "ho-b", sess.ID); err != nil || h != "ho-b" || box != `{"ID":"box"}` {
+		t.Fatalf("HandedOver for the new holder = %q, %q, %v", h, box, err)
+	}
+	if _, box, _ := r.HandedOver(ctx, "ho-b", sess.ID); box != "" {
+		t.Fatalf("the sandbox was handed over twice: %q", box)
+	}
+	if ids, err := r.Releases(ctx, "ho-a"); err != nil || len(ids) != 0 {
+		t.Fatalf("requests left after the handoff: %v, %v", ids, err)
+	}
+}
