@@ -65,6 +65,13 @@ type SessionRequest struct {
 	// /v1/environments): its packages are there from the first cell. An
 	// unknown name is a 400, one not built yet a 409.
 	Environment string `json:"environment,omitempty"`
+	// Resources are extended resources (GPUs) for the session's sandbox,
+	// by name: {"nvidia.com/gpu": 1}. Only a server whose administrator
+	// allows them (kiln serve --backend kubernetes
+	// --k8s-extended-resource) takes any; otherwise, or past the allowed
+	// count, it answers 400 naming what is allowed, and 503 when no node
+	// has that many free.
+	Resources map[string]int64 `json:"resources,omitempty"`
 }
 
 // Mount is a server folder (Source, absolute) shown read-only at Target:

@@ -1,11 +1,23 @@
 package main
 
-import "flag"
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kiln-dev/kiln/internal/backend"
+	"github.com/kiln-dev/kiln/internal/kiln"
+)
 
 // kubernetesFlags are kiln serve's flags of the Kubernetes backend
 // (--backend kubernetes, in a kiln built with -tags kubernetes).
 type kubernetesFlags struct {
 	kubeconfig, namespace, image, containerd, runtimeClass string
+	// extended: the extended resources (GPUs) a session may ask for,
+	// name → the most per session (0: no bound but the nodes').
+	extended resourceList
 }
 
 func addKubernetesFlags(fs *flag.FlagSet, k *kubernetesFlags) {
@@ -14,4 +26,37 @@ func addKubernetesFlags(fs *flag.FlagSet, k *kubernetesFlags) {
 	fs.StringVar(&k.image, "k8s-image", "", "with --backend kubernetes: the runtimes `image` the nodes pull; empty: kiln builds it from this binary and the host's /usr and imports it into --k8s-containerd")
 	fs.StringVar(&k.containerd, "k8s-containerd", "/run/containerd/containerd.sock", "with --backend kubernetes and no --k8s-image: the node's containerd `socket` the runtimes image is imported into (single-node clusters)")
 	fs.StringVar(&k.runtimeClass, "runtime-class", "", "with --backend kubernetes: the RuntimeClass `name` of sandbox Pods (gVisor, Kata); empty: the cluster's default")
+	fs.Var(&k.extended, "k8s-extended-resource", "with --backend kubernetes: an extended resource `NAME[=MAX]` (nvidia.com/gpu=2) a session may ask for, at most MAX (none: as many as a node has); repeat for more; none: sessions get no GPUs")
+}
+
+// resourceList is --k8s-extended-resource, repeated.
+type resourceList map[string]int64
+
+func (r *resourceList) Set(s string) error {
+	name, max, err := backend.ParseResource(s)
+	if err != nil {
+		return err
+	}
+	if _, dup := (*r)[name]; dup {
+		return kiln.Errorf(kiln.Invalid, "extended resource %s is given twice", name)
+	}
+	if *r == nil {
+		*r = resourceList{}
+	}
+	(*r)[name] = max
+	return nil
+}
+
+func (r *resourceList) String() string {
+	if r == nil {
+		return ""
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(*r)) {
+		if max := (*r)[name]; max > 0 {
+			name = fmt.Sprintf("%s=%d", name, max)
+		}
+		out = append(out, name)
+	}
+	return strings.Join(out, ",")
 }

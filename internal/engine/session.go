@@ -38,6 +38,9 @@ type SessionSpec struct {
 	// (backend.Spec.BuildCache), or "" for none: package programs builds
 	// there instead of the sandbox's own build area.
 	BuildCache string
+	// Resources are extended resources (GPUs) for the sandbox
+	// (backend.Spec.Resources), already checked against the allowlist.
+	Resources map[string]int64
 }
 
 // Session is one long-lived sandbox with one workspace, in which cells run
@@ -82,7 +85,7 @@ func (e *Engine) NewSession(ctx context.Context, spec SessionSpec) (*Session, er
 	if err := spec.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	sb, err := e.create(ctx, backend.Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir, Mounts: spec.Mounts, EgressSocket: spec.EgressSocket, BuildCache: spec.BuildCache})
+	sb, err := e.create(ctx, backend.Spec{Limits: spec.Limits, Env: spec.Env, HostDir: spec.HostDir, Mounts: spec.Mounts, EgressSocket: spec.EgressSocket, BuildCache: spec.BuildCache, Resources: spec.Resources})
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,10 @@ type Session struct {
 	// "". Not stored either: a session resumed after a restart of kiln
 	// has none.
 	Environment string
+	// Resources are the extended resources (GPUs) the session's sandbox
+	// has, by name. Not stored either: a session resumed after a restart
+	// of kiln gets a sandbox without them.
+	Resources map[string]int64
 	// Role is the caller's role in the session when it was read for a
 	// caller: RoleOwner, or the role of a share. Not stored with the
 	// session; "" where no caller was asked about.

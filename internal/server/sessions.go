@@ -25,7 +25,8 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c *call) 
 	}
 	rec, err := s.svc.CreateSession(r.Context(), c.user, service.SessionSpec{
 		Languages: req.Languages, Limits: toLimits(req.Limits), IdleTTL: time.Duration(req.IdleTTLSeconds) * time.Second,
-		Network: derefNetwork(req.Network), Metadata: req.Metadata, Mounts: mounts(req.Mounts), Environment: req.Environment})
+		Network: derefNetwork(req.Network), Metadata: req.Metadata, Mounts: mounts(req.Mounts), Environment: req.Environment,
+		Resources: req.Resources})
 	if err != nil {
 		return err
 	}

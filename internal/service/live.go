@@ -53,7 +53,7 @@ func (l *live) sandbox(ctx context.Context, eng *engine.Engine) (*engine.Session
 	if err != nil {
 		return nil, err
 	}
-	sess, err := eng.NewSession(ctx, engine.SessionSpec{Limits: l.rec.Limits, HostDir: l.path, Mounts: l.mounts, EgressSocket: n.socket(), BuildCache: l.buildCache})
+	sess, err := eng.NewSession(ctx, engine.SessionSpec{Limits: l.rec.Limits, HostDir: l.path, Mounts: l.mounts, EgressSocket: n.socket(), BuildCache: l.buildCache, Resources: l.rec.Resources})
 	if err != nil {
 		return nil, err
 	}

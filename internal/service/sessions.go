@@ -28,6 +28,9 @@ type SessionSpec struct {
 	// Environment is the name of a built environment whose packages the
 	// session's kernels see (environments.go); "" for none.
 	Environment string
+	// Resources are extended resources (GPUs) for the sandbox, within
+	// what the backend allows (extendedResources).
+	Resources map[string]int64
 }
 
 // Bounds on session metadata.
@@ -82,7 +85,20 @@ func (s *Service) checkSpec(u kiln.User, spec *SessionSpec) error {
 	if spec.Network, err = s.checkNetwork(u, spec.Network); err != nil {
 		return err
 	}
+	if err := backend.CheckResources(spec.Resources, s.extendedResources()); err != nil {
+		return err
+	}
 	return checkMetadata(spec.Metadata)
+}
+
+// extendedResources are the extended resources (GPUs) the backend lets a
+// sandbox ask for, name → most per sandbox (the Kubernetes backend's
+// --k8s-extended-resource); none for a backend without them.
+func (s *Service) extendedResources() map[string]int64 {
+	if b, ok := s.engine.Backend().(interface{ ExtendedResources() map[string]int64 }); ok {
+		return b.ExtendedResources()
+	}
+	return nil
 }
 
 func checkMetadata(m map[string]string) error {
@@ -139,7 +155,7 @@ func (s *Service) CreateSession(ctx context.Context, u kiln.User, spec SessionSp
 	start := time.Now()
 	var l *live
 	// A pooled sandbox has no mounts.
-	pooled := len(mounts) == 0 && s.pool.eligible(spec, s.cfg.DefaultLimits) && s.pool.take(func(p *pooled) { l = s.adopt(p, u, spec) })
+	pooled := len(mounts) == 0 && len(spec.Resources) == 0 && s.pool.eligible(spec, s.cfg.DefaultLimits) && s.pool.take(func(p *pooled) { l = s.adopt(p, u, spec) })
 	if !pooled {
 		if l, err = s.freshSession(ctx, u, spec, lim); err != nil {
 			s.metrics.SandboxFailure("create")
@@ -220,7 +236,7 @@ func (s *Service) freshSession(ctx context.Context, u kiln.User, spec SessionSpe
 		return nil, err
 	}
 	cache := s.buildCacheFor(u, "")
-	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: spec.Limits, HostDir: path, Mounts: s.sandboxMounts(spec.Mounts), EgressSocket: n.socket(), BuildCache: cache})
+	sess, err := s.engine.NewSession(ctx, engine.SessionSpec{Limits: spec.Limits, HostDir: path, Mounts: s.sandboxMounts(spec.Mounts), EgressSocket: n.socket(), BuildCache: cache, Resources: spec.Resources})
 	if err != nil {
 		n.close()
 		s.ws.Remove(id)
@@ -229,7 +245,7 @@ func (s *Service) freshSession(ctx context.Context, u kiln.User, spec SessionSpe
 	now := time.Now()
 	rec := kiln.Session{ID: id, UserID: u.ID, Languages: spec.Languages, Limits: spec.Limits,
 		Metadata: spec.Metadata, IdleTTL: spec.IdleTTL, Created: now, LastActive: now, SandboxID: sess.ID(), Network: spec.Network,
-		Mounts: storedMounts(spec.Mounts)}
+		Mounts: storedMounts(spec.Mounts), Resources: spec.Resources}
 	l := newLive(rec, path, sess)
 	l.mounts = s.sandboxMounts(spec.Mounts)
 	l.buildCache = cache

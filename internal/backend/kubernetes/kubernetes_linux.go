@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -122,6 +123,12 @@ func apiServerAddr(ctx context.Context, cs kubernetes.Interface) []string {
 		return []string{h, p}
 	}
 	return nil
+}
+
+// ExtendedResources are the extended resources a sandbox may ask for
+// (Options.ExtendedResources), for the service's check of a request.
+func (b *Backend) ExtendedResources() map[string]int64 {
+	return maps.Clone(b.opt.ExtendedResources)
 }
 
 // SetOwner names the kiln that makes sandboxes, so that two kilns in one
