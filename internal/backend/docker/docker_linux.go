@@ -147,7 +147,11 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 		return backend.Sandbox{}, err
 	}
 	defer ln.Close()
-	mounts := append([]mount.Mount{{Type: mount.TypeBind, Source: "/usr", Target: "/usr", ReadOnly: true}, agentMount}, ws...)
+	usr, err := b.usrMount(id)
+	if err != nil {
+		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot make the container's /usr")
+	}
+	mounts := append([]mount.Mount{usr, agentMount}, ws...)
 	mounts = append(mounts, egress...)
 	for _, m := range spec.Mounts { // checked by the caller (native.ResolveMount)
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: true})
