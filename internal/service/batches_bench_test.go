@@ -82,3 +82,94 @@ func median(xs []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// TestBatchThroughputCompiled measures batch throughput of compiled items,
+// C++ and Rust, each twice: with distinct sources (every item builds) and
+// with one source repeated (the first build of each key is published to
+// the user's build cache, and the items after it run the cached binary).
+// The host baseline builds and runs each distinct program directly with
+// the same compiler flags, as many at once as the batch. It only
+// measures; docs/PERFORMANCE.md has its figures.
+func TestBatchThroughputCompiled(t *testing.T) {
+	ts := newNativeService(t, Config{Workspaces: "tmpfs"})
+	u := ts.user(t, "bench", false)
+	const n = 24
+	conc := ts.cfg.UserConcurrency
+	langs := []struct {
+		name, ext string
+		src       func(i int) string
+		build     func(src, bin string) []string
+	}{
+		{"cpp", "cpp", func(i int) string {
+			return fmt.Sprintf("#include <iostream>\n#include <vector>\nint main() { std::vector<long> v(%d, 3); long s = 0; for (long x : v) s += x; std::cout << s << \"\\n\"; }\n", i+1)
+		}, func(src, bin string) []string {
+			return []string{"g++", "-std=gnu++20", "-O2", "-Wall", "-pipe", "-o", bin, src}
+		}},
+		{"rust", "rs", func(i int) string {
+			return fmt.Sprintf("fn main() { let v = vec![3i64; %d]; println!(\"{}\", v.iter().sum::<i64>()); }\n", i+1)
+		}, func(src, bin string) []string {
+			return []string{"rustc", "--edition", "2021", "-O", "-C", "overflow-checks=on", "-C", "strip=debuginfo", "-o", bin, src}
+		}},
+	}
+	for _, l := range langs {
+		if _, err := exec.LookPath(l.build("", "")[0]); err != nil {
+			t.Fatalf("%s: %v", l.name, err)
+		}
+		for _, repeated := range []bool{false, true} {
+			items := make([]batch.Item, n)
+			for i := range items {
+				k := i
+				if repeated {
+					k = 1000 // a source no distinct round used: the first item builds it
+				}
+				want := fmt.Sprintf("%d\n", 3*(k+1))
+				items[i] = batch.Item{Language: l.name, Code: l.src(k), Check: batch.Check{Stdout: &want}}
+			}
+			start := time.Now()
+			_, w, err := ts.CreateBatch(ctxT(t, 10*time.Minute), u, BatchRequest{Items: items})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := collectBatch(t, w)
+			for i := range n {
+				if !got[i].Passed {
+					t.Fatalf("%s item %d: %+v", l.name, i, got[i])
+				}
+			}
+			rate := float64(n) / time.Since(start).Seconds()
+			t.Logf("%s, %d items, %d at once, %s: kiln batch %.2f items/s", l.name, n, conc, map[bool]string{false: "distinct sources", true: "one source repeated"}[repeated], rate)
+		}
+		dir := t.TempDir()
+		start := time.Now()
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range conc {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					src := filepath.Join(dir, fmt.Sprintf("%d.%s", i, l.ext))
+					bin := filepath.Join(dir, fmt.Sprint(i))
+					if err := os.WriteFile(src, []byte(l.src(i+2000)), 0o644); err != nil {
+						t.Error(err)
+						continue
+					}
+					argv := l.build(src, bin)
+					if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+						t.Errorf("host build %d: %v %s", i, err, out)
+						continue
+					}
+					if out, err := exec.Command(bin).CombinedOutput(); err != nil {
+						t.Errorf("host run %d: %v %s", i, err, out)
+					}
+				}
+			}()
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		t.Logf("%s, %d items, %d at once: host build and run %.2f items/s", l.name, n, conc, float64(n)/time.Since(start).Seconds())
+	}
+}
