@@ -15,6 +15,7 @@ import (
 // (--backend kubernetes, in a kiln built with -tags kubernetes).
 type kubernetesFlags struct {
 	kubeconfig, namespace, image, containerd, runtimeClass string
+	workspace, storageClass                                string
 	// extended: the extended resources (GPUs) a session may ask for,
 	// name → the most per session (0: no bound but the nodes').
 	extended resourceList
@@ -26,6 +27,8 @@ func addKubernetesFlags(fs *flag.FlagSet, k *kubernetesFlags) {
 	fs.StringVar(&k.image, "k8s-image", "", "with --backend kubernetes: the runtimes `image` the nodes pull; empty: kiln builds it from this binary and the host's /usr and imports it into --k8s-containerd")
 	fs.StringVar(&k.containerd, "k8s-containerd", "/run/containerd/containerd.sock", "with --backend kubernetes and no --k8s-image: the node's containerd `socket` the runtimes image is imported into (single-node clusters)")
 	fs.StringVar(&k.runtimeClass, "runtime-class", "", "with --backend kubernetes: the RuntimeClass `name` of sandbox Pods (gVisor, Kata); empty: the cluster's default")
+	fs.StringVar(&k.workspace, "k8s-workspace", "emptydir", "with --backend kubernetes: where session workspaces live: emptydir (the Pod's: gone with the Pod) or pvc (a PersistentVolumeClaim per session, of --k8s-storage-class, sized by the workspace limit: it outlives Pods and kiln restarts, and goes once the session has ended)")
+	fs.StringVar(&k.storageClass, "k8s-storage-class", "", "with --k8s-workspace pvc: the StorageClass `name` of workspace PVCs; empty: the cluster's default class")
 	fs.Var(&k.extended, "k8s-extended-resource", "with --backend kubernetes: an extended resource `NAME[=MAX]` (nvidia.com/gpu=2) a session may ask for, at most MAX (none: as many as a node has); repeat for more; none: sessions get no GPUs")
 }
 

@@ -21,7 +21,8 @@ var _ engine.Backend = (*kubernetes.Backend)(nil)
 // builds the runtimes image of this binary and imports it into the
 // node's containerd (a no-op when it is there), for Pods that never pull.
 func newKubernetesBackend(ctx context.Context, k kubernetesFlags, log *slog.Logger) (engine.Backend, error) {
-	opt := kubernetes.Options{Namespace: k.namespace, Image: k.image, RuntimeClassName: k.runtimeClass, ExtendedResources: k.extended}
+	opt := kubernetes.Options{Namespace: k.namespace, Image: k.image, RuntimeClassName: k.runtimeClass, ExtendedResources: k.extended,
+		Workspace: k.workspace, StorageClass: k.storageClass}
 	if opt.Image == "" {
 		exe, err := os.Executable()
 		if err != nil {

@@ -60,6 +60,13 @@ type Options struct {
 	// sandbox may ask for, each with the most one sandbox may have (0: no
 	// bound but the nodes'); backend.CheckResources. Empty: none.
 	ExtendedResources map[string]int64
+	// Workspace is where a session's workspace lives: WorkspaceEmptyDir
+	// (the default: the Pod's, gone with it) or WorkspacePVC (a
+	// PersistentVolumeClaim per workspace, of StorageClass, "" for the
+	// cluster's default class; it outlives Pods and kiln restarts and is
+	// deleted once the session has ended: PruneWorkspaces).
+	Workspace    string
+	StorageClass string
 }
 
 // Backend makes sandboxes as Pods.
@@ -73,11 +80,20 @@ type Backend struct {
 	apiServer []string
 	mu        sync.Mutex
 	conns     map[string]*agentclient.Client
+	stop      chan struct{} // closed by Close: ends the pruning of workspaces
+	closeOnce sync.Once
 }
 
 // New connects with the kubeconfig at path ("" for the in-cluster
 // config) and checks that the API server answers.
 func New(ctx context.Context, kubeconfig string, opt Options) (*Backend, error) {
+	switch opt.Workspace {
+	case "":
+		opt.Workspace = WorkspaceEmptyDir
+	case WorkspaceEmptyDir, WorkspacePVC:
+	default:
+		return nil, kiln.Errorf(kiln.Invalid, "workspace kind %q: want %s (the Pod's own) or %s (a PersistentVolumeClaim per session)", opt.Workspace, WorkspaceEmptyDir, WorkspacePVC)
+	}
 	var cfg *rest.Config
 	var err error
 	if kubeconfig == "" {
@@ -104,12 +120,32 @@ func New(ctx context.Context, kubeconfig string, opt Options) (*Backend, error) 
 	if opt.PullPolicy == "" {
 		opt.PullPolicy = corev1.PullIfNotPresent
 	}
-	b := &Backend{cfg: cfg, cs: cs, opt: opt, conns: map[string]*agentclient.Client{}}
+	b := &Backend{cfg: cfg, cs: cs, opt: opt, conns: map[string]*agentclient.Client{}, stop: make(chan struct{})}
 	if err := b.ensurePolicy(ctx); err != nil {
 		return nil, err
 	}
 	b.apiServer = apiServerAddr(ctx, cs)
+	if opt.Workspace == WorkspacePVC {
+		go b.pruneEvery(time.Minute)
+	}
 	return b, nil
+}
+
+// pruneEvery deletes ended sessions' workspace PVCs every period, until
+// Close.
+func (b *Backend) pruneEvery(period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), period)
+			b.PruneWorkspaces(ctx)
+			cancel()
+		}
+	}
 }
 
 // apiServerAddr is the API server as a Pod reaches it, the kubernetes
@@ -174,6 +210,11 @@ func (b *Backend) ensurePolicy(ctx context.Context) error {
 
 // Close closes every agent connection.
 func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		if b.stop != nil {
+			close(b.stop)
+		}
+	})
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for id, c := range b.conns {
@@ -184,7 +225,8 @@ func (b *Backend) Close() error {
 }
 
 // Reap deletes every sandbox List finds (this owner's, by label) and
-// returns how many.
+// returns how many. Workspace PVCs stay, for the sessions that go on in
+// new Pods, but those of ended sessions go (PruneWorkspaces).
 func (b *Backend) Reap(ctx context.Context) (int, error) {
 	ids, err := b.List(ctx)
 	if err != nil {
@@ -193,6 +235,11 @@ func (b *Backend) Reap(ctx context.Context) (int, error) {
 	for i, id := range ids {
 		if err := b.DestroySandbox(ctx, id); err != nil {
 			return i, err
+		}
+	}
+	if b.opt.Workspace == WorkspacePVC {
+		if _, err := b.PruneWorkspaces(ctx); err != nil {
+			return len(ids), err
 		}
 	}
 	return len(ids), nil
@@ -218,9 +265,17 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 		return backend.Sandbox{}, err
 	}
 	lim := spec.Limits.WithDefaults()
+	// A session's workspace (spec.HostDir names it) on a PVC; a one-shot
+	// run's, which nothing keeps, stays the Pod's.
+	claim := ""
+	if b.opt.Workspace == WorkspacePVC && spec.HostDir != "" {
+		if claim, err = b.ensureClaim(ctx, spec.HostDir, lim.WorkspaceBytes); err != nil {
+			return backend.Sandbox{}, err
+		}
+	}
 	id := newID()
 	pods := b.cs.CoreV1().Pods(b.opt.Namespace)
-	if _, err := pods.Create(ctx, b.pod(id, lim, spec.Resources), metav1.CreateOptions{}); err != nil {
+	if _, err := pods.Create(ctx, b.pod(id, lim, spec.Resources, claim), metav1.CreateOptions{}); err != nil {
 		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot create the Pod")
 	}
 	defer func() {
@@ -285,8 +340,9 @@ func (b *Backend) isolated(ctx context.Context, c *agentclient.Client) error {
 // pod is the sandbox's Pod: the security context, requests equal
 // to limits (Guaranteed QoS), sizes from the session's limits, and the
 // extended resources (GPUs) it asked for, which Kubernetes takes only
-// with requests equal to limits.
-func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64) *corev1.Pod {
+// with requests equal to limits. The workspace is the PVC claim, or with
+// none an emptyDir.
+func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64, claim string) *corev1.Pod {
 	uid := int64(docker.UID)
 	yes, no := true, false
 	res := corev1.ResourceList{
@@ -304,6 +360,9 @@ func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64) *co
 		{Name: "tmp", VolumeSource: memDir(lim.TmpBytes)},
 		{Name: "shm", VolumeSource: memDir(lim.TmpBytes)},
 	}
+	if claim != "" {
+		vols[0].VolumeSource = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}
+	}
 	mounts := []corev1.VolumeMount{{Name: "workspace", MountPath: "/workspace"}, {Name: "tmp", MountPath: "/tmp"}, {Name: "shm", MountPath: "/dev/shm"}}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "kiln-" + id, Labels: b.labels(id)},
@@ -314,11 +373,14 @@ func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64) *co
 			Hostname:                      "kiln",
 			TerminationGracePeriodSeconds: new(int64(1)),
 			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   &yes,
-				RunAsUser:      &uid,
-				RunAsGroup:     &uid,
-				FSGroup:        &uid,
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				RunAsNonRoot: &yes,
+				RunAsUser:    &uid,
+				RunAsGroup:   &uid,
+				FSGroup:      &uid,
+				// a kept workspace is the sandbox user's already: no chown
+				// of every file on each new Pod
+				FSGroupChangePolicy: new(corev1.FSGroupChangeOnRootMismatch),
+				SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Volumes: vols,
 			Containers: []corev1.Container{{

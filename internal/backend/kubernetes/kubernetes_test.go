@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,9 +18,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kiln-dev/kiln/internal/agentclient"
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/backend/backendtest"
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -126,7 +131,7 @@ func TestReapByLabel(t *testing.T) {
 	}
 	defer other.DestroySandbox(ctx, theirs.ID)
 	// A Pod kiln did not make: the same image, none of kiln's labels.
-	stranger := b.pod("stranger", kiln.DefaultLimits(), nil)
+	stranger := b.pod("stranger", kiln.DefaultLimits(), nil, "")
 	stranger.Labels = map[string]string{"app": "not-kiln"}
 	pods := b.cs.CoreV1().Pods(b.opt.Namespace)
 	if _, err := pods.Create(ctx, stranger, metav1.CreateOptions{}); err != nil {
@@ -308,4 +313,141 @@ func advertise(t *testing.T, b *Backend, name string, n int) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
+}
+
+// With PVC workspaces, a session's files survive its Pod: the Pod is
+// deleted (as an eviction or a node drain would), the service replaces
+// the broken sandbox on the same workspace, and the new Pod has the
+// files. Once the session has ended (its workspace directory removed),
+// the PVC goes. The Pod itself still has no hostPath.
+func TestWorkspacePVC(t *testing.T) {
+	b := testBackend(t)
+	ctx := context.Background()
+	b.opt.Workspace, b.opt.StorageClass = WorkspacePVC, localVolume(t, b)
+	small := kiln.Limits{CPUMillis: 200, MemoryBytes: 256 * kiln.MiB}
+	hostDir := t.TempDir()
+	claim := b.claimName(hostDir)
+	pvcs := b.cs.CoreV1().PersistentVolumeClaims(b.opt.Namespace)
+	t.Cleanup(func() { pvcs.Delete(context.Background(), claim, metav1.DeleteOptions{}) })
+
+	sh := func(agent *agentclient.Client, script string) string {
+		var out bytes.Buffer
+		if _, err := agent.Exec(ctx, protocol.Exec{Argv: []string{"/bin/sh", "-c", script}, TimeoutMs: 60_000, OutputBytes: 1 << 10}, &out, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	first, agent := backendtest.Sandbox(t, b, backend.Spec{Limits: small, HostDir: hostDir})
+	if out := sh(agent, "echo kept > /workspace/note && cat /workspace/note"); out != "kept\n" {
+		t.Fatalf("writing the workspace: %q", out)
+	}
+	p, err := b.cs.CoreV1().Pods(b.opt.Namespace).Get(ctx, "kiln-"+first.ID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.HostPath != nil {
+			t.Errorf("the sandbox Pod has a hostPath volume %q", v.Name)
+		}
+		if v.Name == "workspace" && (v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != claim) {
+			t.Errorf("the workspace volume is %+v; want the PVC %s", v.VolumeSource, claim)
+		}
+	}
+
+	// The Pod goes, not through kiln; kiln drops the broken sandbox.
+	grace := int64(0)
+	if err := b.cs.CoreV1().Pods(b.opt.Namespace).Delete(ctx, "kiln-"+first.ID, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := b.cs.CoreV1().Pods(b.opt.Namespace).Get(ctx, "kiln-"+first.ID, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the deleted Pod is still there after a minute")
+		}
+	}
+	if err := b.DestroySandbox(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	second, agent := backendtest.Sandbox(t, b, backend.Spec{Limits: small, HostDir: hostDir})
+	if out := sh(agent, "cat /workspace/note"); out != "kept\n" {
+		t.Errorf("the workspace in the session's new Pod: %q; want the file written before its Pod was deleted", out)
+	}
+	if err := b.DestroySandbox(ctx, second.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// The session goes on (its directory is there): the PVC stays.
+	if n, err := b.PruneWorkspaces(ctx); err != nil || n != 0 {
+		t.Errorf("pruning with the session's workspace directory there: %d, %v; want 0", n, err)
+	}
+	if _, err := pvcs.Get(ctx, claim, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the PVC after its Pods were deleted: %v", err)
+	}
+	// The session ended: the service removed its directory.
+	os.RemoveAll(hostDir)
+	if n, err := b.PruneWorkspaces(ctx); err != nil || n != 1 {
+		t.Errorf("pruning after the session ended: %d, %v; want 1", n, err)
+	}
+	if pvc, err := pvcs.Get(ctx, claim, metav1.GetOptions{}); err == nil && pvc.DeletionTimestamp == nil {
+		t.Errorf("the PVC of an ended session is still there, not being deleted")
+	}
+}
+
+// localVolume makes a StorageClass without a provisioner and one local
+// PersistentVolume of it on a directory of the node (this machine), for
+// the test only, and returns the class; both go when the test ends. (The
+// PV is the node's directory; the sandbox Pod sees only its claim.)
+func localVolume(t *testing.T, b *Backend) string {
+	t.Helper()
+	ctx := context.Background()
+	nodes, err := b.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("want the single-node test cluster: %v", err)
+	}
+	name := "kiln-test-" + newID()
+	dir := filepath.Join(env("KILN_K8S_STATE", "/var/lib/kspike"), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	wait := storagev1.VolumeBindingWaitForFirstConsumer
+	retain := corev1.PersistentVolumeReclaimRetain
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &wait, ReclaimPolicy: &retain}
+	if _, err := b.cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.cs.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	host := nodes.Items[0].Labels["kubernetes.io/hostname"]
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: retain,
+			StorageClassName:              name,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dir}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{host}}},
+			}}}},
+		},
+	}
+	if _, err := b.cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// after the claim's deletion (cleanups run last first): wait for
+		// the PV to be released, then delete it
+		pvs := b.cs.CoreV1().PersistentVolumes()
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if got, err := pvs.Get(context.Background(), name, metav1.GetOptions{}); err != nil || got.Status.Phase != corev1.VolumeBound {
+				break
+			}
+		}
+		if err := pvs.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the test's PV %s: %v", name, err)
+		}
+	})
+	return name
 }
