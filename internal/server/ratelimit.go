@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
@@ -16,6 +17,10 @@ import (
 type rateLimits struct {
 	per   rate.Limit
 	burst int
+	// shared, with several replicas on one PostgreSQL, keeps allow's
+	// buckets in the database, so that the replicas together allow a key
+	// and a user their rate once; nil (SQLite, one replica): in memory.
+	shared SharedRate
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -71,10 +76,34 @@ func (r *rateLimits) take(now time.Time, names ...string) time.Duration {
 	return wait
 }
 
+// SharedRate keeps token buckets every replica takes from
+// (postgres.Replicas): TakeTokens takes one token from each named bucket
+// or from none, and says how long to wait.
+type SharedRate interface {
+	TakeTokens(ctx context.Context, names []string, perSecond float64, burst int) (time.Duration, error)
+}
+
+// sharedRateTimeout bounds the database's answer for a request's tokens.
+const sharedRateTimeout = 2 * time.Second
+
 // allow applies the request limits: one bucket per API key and one per
 // user, so that a user who makes many keys gets no more than with one.
+// With replicas the buckets are shared; when the database does not
+// answer, this replica's own buckets apply meanwhile.
 func (r *rateLimits) allow(userID, keyID string) error {
-	d := r.take(time.Now(), "user:"+userID, "key:"+keyID)
+	names := []string{"user:" + userID, "key:" + keyID}
+	var d time.Duration
+	if r.shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedRateTimeout)
+		var err error
+		d, err = r.shared.TakeTokens(ctx, names, float64(r.per), r.burst)
+		cancel()
+		if err != nil {
+			d = r.take(time.Now(), names...)
+		}
+	} else {
+		d = r.take(time.Now(), names...)
+	}
 	if d > 0 {
 		return retryError{kiln.Errorf(kiln.RateLimited, "too many requests for this user (%g per second, bursts of %d, for all of its API keys together); retry after %v", float64(r.per), r.burst, d.Round(time.Millisecond)),
 			retrySeconds(d)}

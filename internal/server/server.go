@@ -122,6 +122,10 @@ func New(svc *service.Service, cfg Config, log *slog.Logger) *Server {
 	s := &Server{svc: svc, cfg: cfg, log: log, mux: http.NewServeMux(), limits: newRateLimits(cfg.RatePerSecond, cfg.RateBurst),
 		fails: newAuthFailures(cfg.AuthFailuresPerMinute, cfg.AuthFailureBurst), errSlowBody: slowBodyError(cfg.BodyGrace, cfg.BodyMinRate),
 		spool: newSpoolBudget(cfg.MaxSpoolBytesPerUser, cfg.MaxSpoolBytes)}
+	// Replicas on one PostgreSQL share the request rate limits.
+	if shared, ok := svc.Config().Replicas.(SharedRate); ok {
+		s.limits.shared = shared
+	}
 	s.register()
 	return s
 }

@@ -338,3 +338,50 @@ func TestReplicasPausedHolderLetsGo(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicasShareRateLimit: one API key's requests to two replicas
+// draw on one bucket, so together they are refused at the key's burst,
+// not at twice it, with a 429 that says when to retry.
+func TestReplicasShareRateLimit(t *testing.T) {
+	needRoot(t)
+	ctx := ctxT(t, 3*time.Minute)
+	dsn := pgtest.Start(t).Database(t)
+	dataA, dataB := dataDir(t), dataDir(t)
+	const burst = 6
+	limits := []string{"--rate", "0.2", "--burst", "6"}
+	a := start(t, dataA, append([]string{"--db", dsn, "--replica-gone", replicaGone}, limits...)...)
+	if err := os.WriteFile(filepath.Join(dataB, "admin.key"), []byte(a.key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := start(t, dataB, append([]string{"--db", dsn, "--replica-gone", replicaGone}, limits...)...)
+	admin := a.client(a.key)
+	u, err := admin.CreateUser(ctx, client.UserRequest{Name: "rate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := admin.CreateKey(ctx, u.ID, "rate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := []*client.Client{a.client(k.Secret), b.client(k.Secret)}
+	ok := 0
+	var p *client.Problem
+	for i := 0; i < 4*burst; i++ {
+		_, err := clients[i%2].ListSessions(ctx, client.ListOptions{})
+		if err == nil {
+			ok++
+			continue
+		}
+		if !errors.As(err, &p) || p.Status != 429 || p.RetryAfterSeconds < 1 {
+			t.Fatalf("request %d: want 429 with Retry-After, got %v", i, err)
+		}
+		break
+	}
+	// 0.2 a second refills at most one token while the test runs.
+	if ok < burst || ok > burst+1 {
+		t.Fatalf("%d requests passed across both replicas before the 429, want the key's burst of %d (each replica alone would allow %d)", ok, burst, burst)
+	}
+	if !strings.Contains(p.Detail, "too many requests") {
+		t.Errorf("the 429's detail: %q", p.Detail)
+	}
+}

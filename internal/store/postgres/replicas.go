@@ -319,6 +319,11 @@ func (r *Replicas) Prune(ctx context.Context, after time.Duration) (int64, error
 	if err != nil {
 		return 0, fmt.Errorf("prune replicas: %w", err)
 	}
+	// A rate bucket untouched for an hour is full again (for any burst a
+	// server refills within the hour), as a missing row is.
+	if _, err := r.db.ExecContext(ctx, `DELETE FROM rate_buckets WHERE at < now() - interval '1 hour'`); err != nil {
+		return 0, fmt.Errorf("prune rate buckets: %w", err)
+	}
 	return res.RowsAffected()
 }
 
@@ -469,4 +474,36 @@ func (r *Replicas) listen(ctx context.Context, me string, wake func()) error {
 			}
 		}
 	})
+}
+
+// TakeTokens takes one token from each bucket of names (an API key, a
+// user), every replica's together, or from none, and answers how long to
+// wait when one is empty. A bucket holds at most burst tokens and gains
+// perSecond a second, on the database's clock; a name without a row has
+// a full bucket. One statement: the decision reads the rows without a
+// lock, and the update, made under the row lock, takes from the bucket
+// as it is then, so two replicas racing for the last token may both get
+// it and leave the bucket in debt, which the next requests wait out: the
+// rate holds over time, a burst may pass by the number of racing
+// requests.
+func (r *Replicas) TakeTokens(ctx context.Context, names []string, perSecond float64, burst int) (time.Duration, error) {
+	var ok bool
+	var wait float64
+	err := r.db.QueryRowContext(ctx, `WITH b AS (
+			SELECT n.name, COALESCE(LEAST($3::float8, r.tokens + EXTRACT(EPOCH FROM now() - r.at)::float8 * $2::float8), $3::float8) AS avail
+			FROM unnest($1::text[]) AS n(name) LEFT JOIN rate_buckets r ON r.name = n.name),
+		d AS (SELECT bool_and(avail >= 1) AS ok, COALESCE(max((1 - avail) / $2::float8) FILTER (WHERE avail < 1), 0) AS wait FROM b),
+		up AS (INSERT INTO rate_buckets (name, tokens, at)
+			SELECT b.name, b.avail - 1, now() FROM b, d WHERE d.ok
+			ON CONFLICT (name) DO UPDATE SET
+				tokens = LEAST($3::float8, rate_buckets.tokens + EXTRACT(EPOCH FROM now() - rate_buckets.at)::float8 * $2::float8) - 1,
+				at = now())
+		SELECT ok, wait FROM d`, names, perSecond, float64(burst)).Scan(&ok, &wait)
+	if err != nil {
+		return 0, fmt.Errorf("rate limit: %w", err)
+	}
+	if ok {
+		return 0, nil
+	}
+	return max(time.Millisecond, time.Duration(wait*float64(time.Second))), nil
 }

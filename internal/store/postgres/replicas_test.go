@@ -255,3 +255,42 @@ func TestReplicaHandoff(t *testing.T) {
 		t.Fatalf("requests left after the handoff: %v, %v", ids, err)
 	}
 }
+
+// TestReplicaTakeTokens: two replicas (two connections pools, as two
+// processes have) draw one key's tokens from one bucket, refused at the
+// burst with the wait for the next token; a refused request costs no
+// bucket anything (all or none), so another key of the same user keeps
+// its tokens.
+func TestReplicaTakeTokens(t *testing.T) {
+	ctx := context.Background()
+	dsn := freshDSN(t)
+	var reps []*postgres.Replicas
+	for range 2 {
+		s, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		reps = append(reps, postgres.NewReplicas(s))
+	}
+	const per, burst = 0.01, 3 // one token in 100 s: none comes back during the test
+	for i := range burst {
+		if d, err := reps[i%2].TakeTokens(ctx, []string{"user:u", "key:k1"}, per, burst); err != nil || d != 0 {
+			t.Fatalf("take %d of a burst of %d = %v, %v; want granted", i+1, burst, d, err)
+		}
+	}
+	d, err := reps[1].TakeTokens(ctx, []string{"user:u", "key:k1"}, per, burst)
+	if err != nil || d < 90*time.Second || d > 100*time.Second {
+		t.Fatalf("take past the burst = %v, %v; want refused, about 100 s to wait", d, err)
+	}
+	// The user's bucket is empty: a second key is refused too, and its
+	// own bucket is not charged.
+	if d, err := reps[0].TakeTokens(ctx, []string{"user:u", "key:k2"}, per, burst); err != nil || d == 0 {
+		t.Fatalf("another key of the same user = %v, %v; want refused", d, err)
+	}
+	for i := range burst {
+		if d, err := reps[i%2].TakeTokens(ctx, []string{"user:v", "key:k2"}, per, burst); err != nil || d != 0 {
+			t.Fatalf("key k2 for another user, take %d = %v, %v; want its whole burst", i+1, d, err)
+		}
+	}
+}
