@@ -164,6 +164,9 @@ func TestReapOwner(t *testing.T) {
 	if ids, _ := again.List(ctx); len(ids) != 0 {
 		t.Errorf("after Reap the owner still lists %v", ids)
 	}
+	if n := again.volumes(t, sb.ID); n != 0 {
+		t.Errorf("after Reap the reaped sandbox's /usr overlay volume is left (%d volumes with its label)", n)
+	}
 	if ids, _ := theirs.List(ctx); !slices.Contains(ids, other.ID) {
 		t.Errorf("the other owner's sandbox %s was reaped or is not listed: %v", other.ID, ids)
 	}
