@@ -216,6 +216,13 @@ func (s *Service) takeOver(ctx context.Context, ownerID, id string) (*live, erro
 	if l != nil {
 		return l, nil // a concurrent request here took it over first
 	}
+	if s.handoffs() {
+		// Handed over to a request here that stopped waiting before it
+		// saw the handoff: the sandbox left for it is attached now.
+		if _, box, err := s.cfg.Replicas.HandedOver(ctx, s.replica, id); err == nil && box != "" {
+			return s.attach(ctx, ownerID, id, box)
+		}
+	}
 	rec, err := s.store.Session(ctx, ownerID, id)
 	if err != nil {
 		return nil, err

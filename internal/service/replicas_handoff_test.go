@@ -135,6 +135,18 @@ func TestReplicasHandOffSession(t *testing.T) {
 	}
 	// Once A is idle, B gets the session, state intact.
 	want(r, "on B after the long cell", "print(x)", "42\n")
+
+	// A request on A that stops waiting just as B hands the session
+	// over: A's next request attaches to the sandbox left for it.
+	if _, err := a.cfg.Replicas.AskRelease(ctx, a.ReplicaID(), sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); r.lookup(sess.ID) != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("B did not hand the session over")
+		}
+	}
+	want(a, "on A after an abandoned wait", "print(x)", "42\n")
 	if boxes, err := b.List(ctx); err != nil || len(boxes) != 1 {
 		t.Fatalf("sandboxes at the end: %v %v; want one", boxes, err)
 	}
