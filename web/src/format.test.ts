@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatBytes, formatDuration, isDataFrameHTML, page, pickMime, stripAnsi, monacoLanguage, mimeText } from "./format";
+import { formatBytes, formatDuration, isDataFrameHTML, page, pickMime, stripAnsi, monacoLanguage, mimeText, utf8Len, utf8Prefix } from "./format";
 
 describe("format", () => {
   it("prefers rich MIME types", () => {
@@ -31,5 +31,18 @@ describe("format", () => {
     expect(monacoLanguage("postgres")).toBe("pgsql");
     expect(monacoLanguage("unknown")).toBe("plaintext");
     expect(mimeText(["a", "b"])).toBe("ab");
+  });
+});
+
+describe("inline output cap", () => {
+  it("counts and cuts UTF-8 bytes, never inside a character", () => {
+    const s = "aé€😀b"; // 1 + 2 + 3 + 4 + 1 bytes
+    expect(utf8Len(s)).toBe(new TextEncoder().encode(s).length);
+    expect(utf8Prefix(s, 0)).toBe("");
+    expect(utf8Prefix(s, 2)).toBe("a");
+    expect(utf8Prefix(s, 3)).toBe("aé");
+    expect(utf8Prefix(s, 9)).toBe("aé€");
+    expect(utf8Prefix(s, 10)).toBe("aé€😀");
+    expect(utf8Prefix(s, 99)).toBe(s);
   });
 });

@@ -105,3 +105,29 @@ export function sessionUse(u: { workspace_bytes: number; workspace_limit_bytes: 
   parts.push(u.busy ? "busy (idle clock stopped)" : `idle ends in ${formatLeft(u.idle_seconds_left)}`);
   return parts.join(" · ");
 }
+
+// utf8Len counts the UTF-8 bytes of a string without encoding it.
+export function utf8Len(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c < 0xdc00) { n += 4; i++; } // a surrogate pair
+    else n += 3;
+  }
+  return n;
+}
+
+// utf8Prefix is the longest start of s with at most max UTF-8 bytes.
+export function utf8Prefix(s: string, max: number): string {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const w = c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c < 0xdc00 ? 4 : 3;
+    if (n + w > max) return s.slice(0, i);
+    n += w;
+    if (w === 4) i++;
+  }
+  return s;
+}

@@ -1,9 +1,9 @@
 // The notebook of one session: cells, their runs over the session's
 // WebSocket, and the notebook file that keeps them between visits.
-import { api, ApiError, filesURL, type Artifact, type CellResult, type EgressRecord, type Event, type Session } from "./api";
+import { api, ApiError, filesURL, json, type Artifact, type CellResult, type EgressRecord, type Event, type Execution, type Session } from "./api";
 import { button, h, toast } from "./dom";
 import { CodeEditor, type Marker, type RunMode } from "./editor";
-import { formatBytes, formatDuration } from "./format";
+import { formatBytes, formatDuration, utf8Len, utf8Prefix } from "./format";
 import { fromIpynb, toIpynb } from "./ipynb";
 import { renderEgress } from "./network";
 import { appendStream, markdownHTML, renderOutput, type Out } from "./render";
@@ -27,6 +27,8 @@ export interface CellData {
   artifacts?: Artifact[];
   actor?: string; // who ran it, when another user of a shared session did
   egress?: EgressRecord[]; // the cell's network attempts
+  execId?: string; // the execution's id, whose stored result has all the output kiln kept
+  inlineCut?: number; // bytes of stdout and stderr past inlineCap that the page did not keep
 }
 
 interface NotebookDoc {
@@ -46,16 +48,44 @@ function markers(r: CellResult): Marker[] {
   return out;
 }
 
-// cutMarker says that the output was cut at the session's output limit,
-// that the service kept no more than is shown, and where to get all of
-// it next time.
-function cutMarker(limit: number | undefined): HTMLElement {
-  const at = limit ? formatBytes(limit) : "the session's output limit";
-  return h("div", { class: "cut-marker", role: "note" },
-    h("strong", {}, `✂ Output cut at ${at}`),
-    ` (this session's output limit, stdout, stderr and displays together). kiln kept only what is shown: the rest was dropped as the cell ran, `,
-    `so it cannot be expanded here. To keep all of it, write it to a file in the workspace (it appears in the file explorer and downloads whole), `,
-    `e.g. print(..., file=open("out.txt", "a")) or command > out.txt, or create a session with a larger output limit (at most 256 MiB).`);
+// inlineCap is how much stdout and stderr one cell keeps in the page and
+// in the notebook file, so that a cell run with a large output limit
+// (up to 256 MiB) neither stalls the tab nor bloats the notebook file.
+// The rest is in the execution's stored result (GET /v1/executions/{id}),
+// which the cut marker's button fetches.
+export const inlineCap = 1 << 20; // bytes of UTF-8
+
+// streamBytes is the stdout and stderr a cell shows, in UTF-8 bytes.
+function streamBytes(outs: Out[]): number {
+  let n = 0;
+  for (const o of outs) if (o.kind === "stream") n += utf8Len(o.text);
+  return n;
+}
+
+// cutMarker says where a cell's output was cut: by the page at inlineCap
+// (the service kept more, and the button fetches it), or by the service
+// at the session's output limit (kiln kept only what is shown, and where
+// to get all of it next time). expand is undefined when the cell's
+// execution is not known (an imported notebook).
+function cutMarker(d: CellData, limit: number | undefined, expand?: (btn: HTMLButtonElement, note: HTMLElement) => void): HTMLElement {
+  const el = h("div", { class: "cut-marker", role: "note" });
+  if (d.inlineCut) {
+    el.append(h("strong", {}, `✂ Output shown up to ${formatBytes(inlineCap)}`),
+      ` in the notebook: ${formatBytes(d.inlineCut)} more of stdout and stderr is in the execution's stored result. `);
+  }
+  if (d.status === "output_limit") {
+    const at = limit ? formatBytes(limit) : "the session's output limit";
+    el.append(h("strong", {}, `✂ Output cut at ${at}`),
+      ` (this session's output limit, stdout, stderr and displays together). kiln kept no more than that: the rest was dropped as the cell ran. `,
+      `To keep all of it, write it to a file in the workspace (it appears in the file explorer and downloads whole), `,
+      `e.g. print(..., file=open("out.txt", "a")) or command > out.txt, or create a session with a larger output limit (at most 256 MiB). `);
+  }
+  if (expand) {
+    const note = h("span", { class: "cut-note", "aria-live": "polite" });
+    const btn = button("Show the stored output", () => expand(btn, note), { title: "show all of the output kiln stored for this cell" });
+    el.append(btn, " ", note);
+  }
+  return el;
 }
 
 let nextID = 0;
@@ -70,6 +100,8 @@ class Cell {
   rendered?: HTMLElement;
   state: "idle" | "queued" | "running" = "idle";
   inputBox?: HTMLElement;
+  private shown = 0; // bytes of stdout and stderr kept in the page since the run began
+  private full?: Out[]; // the outputs with the stored stdout and stderr, once expanded
 
   constructor(public nb: Notebook, public d: CellData) {
     this.outEl = h("div", { class: "outputs", "aria-live": "polite", "aria-label": "cell output" });
@@ -145,10 +177,8 @@ class Cell {
   }
 
   clear(): void {
-    this.d.outputs = [];
+    this.reset();
     delete this.d.status;
-    delete this.d.artifacts;
-    delete this.d.egress;
     this.showOutputs();
     this.showStatus();
     this.editor?.markLine(undefined, "");
@@ -164,12 +194,75 @@ class Cell {
     }
   }
 
+  // reset drops the outputs of the last run, before the next one.
+  reset(): void {
+    const d = this.d;
+    d.outputs = [];
+    for (const k of ["artifacts", "egress", "execId", "inlineCut"] as const) delete d[k];
+    this.shown = 0;
+    this.full = undefined;
+  }
+
   showOutputs(): void {
-    this.outEl.replaceChildren(...this.d.outputs.map(renderOutput));
-    if (this.d.status === "output_limit") this.outEl.append(cutMarker(this.nb.session.limits?.output_bytes));
+    const d = this.d;
+    this.outEl.replaceChildren(...(this.full ?? d.outputs).map(renderOutput));
+    const cutHere = !!d.inlineCut && !this.full;
+    if (cutHere || d.status === "output_limit") {
+      const shown = { ...d, inlineCut: cutHere ? d.inlineCut : 0 };
+      const expand = d.execId && !this.full ? (btn: HTMLButtonElement, note: HTMLElement) => void this.expand(btn, note) : undefined;
+      this.outEl.append(cutMarker(shown, this.nb.session.limits?.output_bytes, expand));
+    }
     const eg = renderEgress(this.d.egress);
     if (eg) this.outEl.append(eg);
     this.showArtifacts();
+  }
+
+  // keep takes what of a stdout or stderr chunk the page keeps: all of it
+  // up to inlineCap bytes for the run, then nothing, counting what it drops.
+  private keep(chunk: string): string {
+    const d = this.d;
+    const n = utf8Len(chunk);
+    if (d.inlineCut) {
+      d.inlineCut += n;
+      return "";
+    }
+    if (this.shown + n <= inlineCap) {
+      this.shown += n;
+      return chunk;
+    }
+    const part = utf8Prefix(chunk, inlineCap - this.shown);
+    d.inlineCut = n - utf8Len(part);
+    this.shown = inlineCap;
+    return part;
+  }
+
+  // expand fetches the execution's stored result and shows its stdout and
+  // stderr whole (each as one block, ahead of the displays: the stored
+  // result does not keep how they interleaved), or says that kiln stored
+  // no more than the page shows. The notebook file keeps the capped
+  // outputs.
+  private async expand(btn: HTMLButtonElement, note: HTMLElement): Promise<void> {
+    btn.disabled = true;
+    note.textContent = "fetching the stored output…";
+    let x: Execution;
+    try {
+      x = await json<Execution>("GET", `/v1/executions/${encodeURIComponent(this.d.execId ?? "")}`);
+    } catch (e) {
+      note.textContent = `the stored output could not be fetched: ${(e as Error).message}`;
+      btn.disabled = false;
+      return;
+    }
+    const r = x.result;
+    const stored = utf8Len(r?.stdout ?? "") + utf8Len(r?.stderr ?? "");
+    if (!r || stored <= streamBytes(this.d.outputs)) {
+      note.textContent = "kiln stored no more than is shown here.";
+      return;
+    }
+    const full: Out[] = [];
+    if (r.stdout) full.push({ kind: "stream", name: "stdout", text: r.stdout });
+    if (r.stderr) full.push({ kind: "stream", name: "stderr", text: r.stderr });
+    this.full = [...full, ...this.d.outputs.filter((o) => o.kind !== "stream")];
+    this.showOutputs();
   }
 
   showArtifacts(): void {
@@ -221,17 +314,21 @@ class Cell {
         break;
       case "started":
         d.seq = ev.execution?.seq;
+        d.execId = ev.execution?.id ?? d.execId;
         this.setState("running");
         break;
       case "stdout":
-      case "stderr":
-        if (appendStream(d.outputs, ev.type, ev.data ?? "")) this.outEl.append(renderOutput(d.outputs[d.outputs.length - 1]));
+      case "stderr": {
+        const text = this.keep(ev.data ?? "");
+        if (text === "") break;
+        if (appendStream(d.outputs, ev.type, text)) this.outEl.append(renderOutput(d.outputs[d.outputs.length - 1]));
         else {
           // Append the chunk, not the whole text again: a long output stays linear.
           const outs = this.outEl.querySelectorAll(`.stream-out[data-name=${ev.type}]`);
-          streamView(outs[outs.length - 1])?.append(ev.data ?? "");
+          streamView(outs[outs.length - 1])?.append(text);
         }
         break;
+      }
       case "display":
         if (ev.output) {
           const o: Out = { kind: "display", data: ev.output.data, result: ev.output.execute_result };
@@ -261,6 +358,7 @@ class Cell {
     const x = ev.execution;
     const r = x?.result;
     d.seq = x?.seq ?? d.seq;
+    d.execId = x?.id ?? d.execId;
     d.status = r?.status ?? x?.status ?? "done";
     if (r) {
       // The API reports milliseconds (usage.wall_ms, cpu_ms).
@@ -512,10 +610,8 @@ export class Notebook {
       toast("the session is shared with you as a viewer: you can read it, not run cells");
       return;
     }
-    c.d.outputs = [];
+    c.reset();
     delete c.d.status;
-    delete c.d.artifacts;
-    delete c.d.egress;
     c.showOutputs();
     c.setState("queued", this.current ? "queued: waits for the cell that is running" : "starting…");
     this.queue.push(c);
