@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -76,15 +77,21 @@ func TestReplicasShareOnePostgres(t *testing.T) {
 		t.Fatalf("history on B: %+v %v", h, err)
 	}
 
-	// A dies mid-cell; B takes over once A's heartbeat is stale.
-	started := make(chan struct{}, 1)
-	go ca.ExecStream(ctx, s.ID, client.ExecRequest{Code: "import time; time.sleep(60)"}, func(ev client.Event) {
-		if ev.Type == client.EventStarted {
-			started <- struct{}{}
-		}
-	})
+	// A dies mid-cell, in the middle of the client's stream; B takes over
+	// once A's heartbeat is stale.
+	started := make(chan string, 1)
+	streamed := make(chan error, 1)
+	go func() {
+		_, err := ca.ExecStream(ctx, s.ID, client.ExecRequest{Code: "print('before', flush=True)\nimport time; time.sleep(60)"}, func(ev client.Event) {
+			if ev.Type == client.EventStarted && ev.Execution != nil {
+				started <- ev.Execution.ID
+			}
+		})
+		streamed <- err
+	}()
+	var cut string
 	select {
-	case <-started:
+	case cut = <-started:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the long cell did not start on A")
 	}
@@ -92,6 +99,14 @@ func TestReplicasShareOnePostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Cmd.Wait()
+	select {
+	case err := <-streamed:
+		if err == nil {
+			t.Error("the stream from the killed replica ended without an error, as if the cell had finished")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the client's stream hung after its replica was killed")
+	}
 	var y *client.Execution
 	for deadline := time.Now().Add(time.Minute); ; {
 		y, err = cb.Exec(ctx, s.ID, client.ExecRequest{Code: "print('on B')"})
@@ -110,8 +125,12 @@ func TestReplicasShareOnePostgres(t *testing.T) {
 	if e := h.Executions[0]; e.Code != "x = 41\nx + 1" || e.Status != "ok" {
 		t.Errorf("the first cell's record: %+v", e)
 	}
-	if e := h.Executions[1]; e.Status != "interrupted" {
-		t.Errorf("the cell cut off with A: status %q, want interrupted", e.Status)
+	// The first cell's whole result, as A answered it, reads back on B.
+	if got, _ := json.Marshal(h.Executions[0].Result); string(got) != string(mustJSON(t, x.Result)) {
+		t.Errorf("the first cell's result on B:\n%s\nwant, as A answered it:\n%s", got, mustJSON(t, x.Result))
+	}
+	if e := h.Executions[1]; e.ID != cut || e.Status != "interrupted" || e.Result == nil || !strings.Contains(e.Result.Notice, "kiln stopped while this cell ran") {
+		t.Errorf("the cell cut off with A (%s): %+v, want it interrupted, saying so", cut, e)
 	}
 
 	// Idle reaping with A (restarted) and B both running: a session of
@@ -384,4 +403,13 @@ func TestReplicasShareRateLimit(t *testing.T) {
 	if !strings.Contains(p.Detail, "too many requests") {
 		t.Errorf("the 429's detail: %q", p.Detail)
 	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
