@@ -48,9 +48,11 @@ const handoffPoll = 50 * time.Millisecond
 // SharedSandboxes is implemented by a backend whose Connect reaches, by
 // id, a sandbox another kiln replica made (its agent is reachable from
 // every replica and outlives the connection of the replica that let it
-// go). Only then are sessions handed between live replicas; on other
-// backends a request for a session another live replica holds is refused
-// with a conflict naming the holder.
+// go), and whose sandboxes keep their workspace with them rather than in
+// Spec.HostDir (the replica that let go keeps its host directory, and
+// removes it when it restarts). Only then are sessions handed between
+// live replicas; on other backends a request for a session another live
+// replica holds is refused with a conflict naming the holder.
 type SharedSandboxes interface {
 	SharedSandboxes() bool
 }

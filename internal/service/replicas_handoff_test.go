@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/backend/native"
 	"github.com/kiln-dev/kiln/internal/backend/unboxed"
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
@@ -41,7 +42,9 @@ func newReplica(t *testing.T, dsn string, b engine.Backend, cfg Config) *testSer
 	os.Chmod(filepath.Dir(dir), 0o711)
 	os.Chmod(dir, 0o711)
 	cfg.DataDir = dir
-	cfg.Workspaces = workspace.Plain
+	if cfg.Workspaces == "" {
+		cfg.Workspaces = workspace.Plain
+	}
 	cfg.PoolSize = -1
 	cfg.Replicas = postgres.NewReplicas(st)
 	cfg.ReplicaGone = 3 * time.Second
@@ -53,6 +56,12 @@ func newReplica(t *testing.T, dsn string, b engine.Backend, cfg Config) *testSer
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		svc.Close(ctx)
+		// The workspaces of sessions this replica let go of stay on its
+		// host (SharedSandboxes): the test removes them.
+		ids, _ := svc.ws.List()
+		for _, id := range ids {
+			svc.ws.Remove(id)
+		}
 		st.Close()
 		if t.Failed() {
 			t.Logf("replica %s:\n%s", svc.ReplicaID(), logs.String())
@@ -67,11 +76,28 @@ func newReplica(t *testing.T, dsn string, b engine.Backend, cfg Config) *testSer
 // A again), and a request on B while a long cell runs on A waits, then
 // is answered busy (503), never with a second sandbox.
 func TestReplicasHandOffSession(t *testing.T) {
+	testHandOff(t, sharedBackend{unboxed.New(t.TempDir())}, workspace.Plain)
+}
+
+// TestReplicasHandOffSessionNative is TestReplicasHandOffSession on the
+// native backend's sandboxes, which two replicas in one process share:
+// a sandbox let go of is not destroyed, and the other attaches to it.
+func TestReplicasHandOffSessionNative(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the native backend makes sandboxes")
+	}
+	nb, err := native.New(native.Config{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHandOff(t, sharedBackend{nb}, workspace.Disk)
+}
+
+func testHandOff(t *testing.T, b engine.Backend, ws workspace.Kind) {
 	dsn := pgtest.Start(t).Database(t)
 	ctx := ctxT(t, 3*time.Minute)
-	b := sharedBackend{unboxed.New(t.TempDir())}
-	a := newReplica(t, dsn, b, Config{HandoffWait: 3 * time.Second})
-	r := newReplica(t, dsn, b, Config{HandoffWait: 3 * time.Second})
+	a := newReplica(t, dsn, b, Config{HandoffWait: 3 * time.Second, Workspaces: ws})
+	r := newReplica(t, dsn, b, Config{HandoffWait: 3 * time.Second, Workspaces: ws})
 	u := a.user(t, "ana", false)
 	sess, err := a.CreateSession(ctx, u, SessionSpec{Languages: []string{"python"}})
 	if err != nil {
