@@ -67,6 +67,12 @@ type Options struct {
 	// deleted once the session has ended: PruneWorkspaces).
 	Workspace    string
 	StorageClass string
+	// WarmPods, when above 0, keeps that many sandbox Pods started ahead
+	// (pool_linux.go), of WarmLimits (zero fields: kiln's defaults); a
+	// sandbox asking for exactly those limits, with no extended
+	// resources, no PVC workspace and no extra environment, takes one.
+	WarmPods   int
+	WarmLimits kiln.Limits
 }
 
 // Backend makes sandboxes as Pods.
@@ -80,8 +86,10 @@ type Backend struct {
 	apiServer []string
 	mu        sync.Mutex
 	conns     map[string]*agentclient.Client
-	stop      chan struct{} // closed by Close: ends the pruning of workspaces
+	stop      chan struct{} // closed by Close: ends the pruning of workspaces and the warm pool
 	closeOnce sync.Once
+	pool      *warmPool // nil without WarmPods, or until it starts
+	poolOnce  sync.Once
 }
 
 // New connects with the kubeconfig at path ("" for the in-cluster
@@ -127,6 +135,11 @@ func New(ctx context.Context, kubeconfig string, opt Options) (*Backend, error) 
 	b.apiServer = apiServerAddr(ctx, cs)
 	if opt.Workspace == WorkspacePVC {
 		go b.pruneEvery(time.Minute)
+	}
+	if opt.WarmPods > 0 {
+		if err := opt.WarmLimits.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	return b, nil
 }
@@ -208,13 +221,14 @@ func (b *Backend) ensurePolicy(ctx context.Context) error {
 	return nil
 }
 
-// Close closes every agent connection.
+// Close closes every agent connection and deletes the warm pool's Pods.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		if b.stop != nil {
 			close(b.stop)
 		}
 	})
+	b.thePool().wait()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for id, c := range b.conns {
@@ -228,6 +242,7 @@ func (b *Backend) Close() error {
 // returns how many. Workspace PVCs stay, for the sessions that go on in
 // new Pods, but those of ended sessions go (PruneWorkspaces).
 func (b *Backend) Reap(ctx context.Context) (int, error) {
+	defer b.fillPool()
 	ids, err := b.List(ctx)
 	if err != nil {
 		return 0, err
@@ -273,39 +288,55 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 			return backend.Sandbox{}, err
 		}
 	}
-	id := newID()
+	var id string
+	var c *agentclient.Client
+	b.fillPool()
+	if claim == "" && len(spec.Resources) == 0 && len(spec.Env) == 0 {
+		id, c = b.thePool().claim(ctx, lim)
+	}
+	if c == nil {
+		if id, c, err = b.start(ctx, newID(), lim, spec.Resources, claim, spec.Env); err != nil {
+			return backend.Sandbox{}, err
+		}
+	}
+	b.mu.Lock()
+	b.conns[id] = c
+	b.mu.Unlock()
+	return backend.Sandbox{ID: id}, nil
+}
+
+// start creates a Pod, waits for it to run, execs the agent in it and
+// returns once the agent answers and the Pod is cut off the network.
+func (b *Backend) start(ctx context.Context, id string, lim kiln.Limits, extended map[string]int64, claim string, env []string) (_ string, _ *agentclient.Client, err error) {
 	pods := b.cs.CoreV1().Pods(b.opt.Namespace)
-	if _, err := pods.Create(ctx, b.pod(id, lim, spec.Resources, claim), metav1.CreateOptions{}); err != nil {
-		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, err, "cannot create the Pod")
+	if _, err := pods.Create(ctx, b.pod(id, lim, extended, claim), metav1.CreateOptions{}); err != nil {
+		return "", nil, kiln.Wrap(kiln.SandboxError, err, "cannot create the Pod")
 	}
 	defer func() {
 		if err != nil {
 			b.remove(context.Background(), id)
 		}
 	}()
-	if err := b.waitRunning(ctx, id, spec.Resources); err != nil {
-		return backend.Sandbox{}, err
+	if err := b.waitRunning(ctx, id, extended); err != nil {
+		return "", nil, err
 	}
-	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), spec.Env...)})
+	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), env...)})
 	conn, err := b.exec(id, []string{"/kiln", docker.AgentArg, string(cfg)})
 	if err != nil {
-		return backend.Sandbox{}, err
+		return "", nil, err
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	c, err := agentclient.Dial(dctx, conn)
 	if err != nil {
 		conn.Close()
-		return backend.Sandbox{}, kiln.Wrap(kiln.SandboxError, fmt.Errorf("%w; agent said: %s", err, conn.stderr()), "the agent failed to start")
+		return "", nil, kiln.Wrap(kiln.SandboxError, fmt.Errorf("%w; agent said: %s", err, conn.stderr()), "the agent failed to start")
 	}
 	if err := b.isolated(ctx, c); err != nil {
 		c.Close()
-		return backend.Sandbox{}, err
+		return "", nil, err
 	}
-	b.mu.Lock()
-	b.conns[id] = c
-	b.mu.Unlock()
-	return backend.Sandbox{ID: id}, nil
+	return id, c, nil
 }
 
 // isolated waits until the sandbox cannot reach the API server, before
@@ -535,7 +566,8 @@ func (b *Backend) remove(ctx context.Context, id string) error {
 }
 
 // List returns the sandboxes whose Pods exist and are not being deleted,
-// found by label: kiln's and, with an owner set, this owner's only.
+// found by label: kiln's and, with an owner set, this owner's only; not
+// the warm pool's Pods, which are no sandbox yet.
 func (b *Backend) List(ctx context.Context) ([]string, error) {
 	res, err := b.cs.CoreV1().Pods(b.opt.Namespace).List(ctx, metav1.ListOptions{LabelSelector: b.selector()})
 	if err != nil {
@@ -543,7 +575,7 @@ func (b *Backend) List(ctx context.Context) ([]string, error) {
 	}
 	var ids []string
 	for _, p := range res.Items {
-		if id := p.Labels[labelSandbox]; id != "" && p.DeletionTimestamp == nil {
+		if id := p.Labels[labelSandbox]; id != "" && p.DeletionTimestamp == nil && !b.thePool().has(id) {
 			ids = append(ids, id)
 		}
 	}
