@@ -184,7 +184,7 @@ func (pg *pgServer) remove() {
 
 // freshDSN creates an empty schema and returns a DSN whose search_path is
 // that schema, so every test has its own database objects on one server.
-func freshDSN(t *testing.T) string {
+func freshDSN(t testing.TB) string {
 	t.Helper()
 	if server.skip != "" {
 		if os.Getenv("CI") != "" {

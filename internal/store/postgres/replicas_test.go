@@ -294,3 +294,21 @@ func TestReplicaTakeTokens(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTakeTokens is the shared rate limit's cost per request: one
+// statement, one round trip to a local PostgreSQL.
+func BenchmarkTakeTokens(b *testing.B) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, freshDSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r := postgres.NewReplicas(s)
+	names := []string{"user:u", "key:k"}
+	for b.Loop() {
+		if _, err := r.TakeTokens(ctx, names, 1e9, 1e9); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
