@@ -43,6 +43,9 @@ func newLive(rec kiln.Session, path string, sess *engine.Session) *live {
 func (l *live) sandbox(ctx context.Context, eng *engine.Engine) (*engine.Session, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.ended && l.endReason == reasonMoved {
+		return nil, errMoved // replicas_handoff.go
+	}
 	if l.ended {
 		return nil, errEnded
 	}

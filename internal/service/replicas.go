@@ -195,6 +195,7 @@ func (s *Service) takeOver(ctx context.Context, ownerID, id string) (*live, erro
 	if s.cfg.Replicas == nil {
 		return nil, errEnded
 	}
+	defer s.arrive(id)()
 	holder, err := s.cfg.Replicas.ClaimSession(ctx, s.replica, id, s.cfg.ReplicaGone)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -61,8 +61,35 @@ type SharedSandboxes interface {
 type handoffState struct {
 	wake chan struct{} // another replica asked for a session
 
-	mu      sync.Mutex
-	waiting map[string]chan struct{} // sessions this replica is asking for, closed when the ask ends
+	mu       sync.Mutex
+	waiting  map[string]chan struct{} // sessions this replica is asking for, closed when the ask ends
+	arriving map[string]int           // sessions being taken over or attached here (takeOver), not yet in memory
+}
+
+// reasonMoved is the end reason of a session let go of here.
+const reasonMoved = "moved to another kiln replica"
+
+// errMoved answers a request that waited here for a session while it
+// was handed to another replica.
+var errMoved = &kiln.Error{Kind: kiln.Unavailable, Message: "the session moved to another kiln replica while this request waited here; send the request again"}
+
+// arrive marks session id as coming into memory here until the returned
+// func runs, so that releaseOne does not hand it away meanwhile; it waits
+// for a handoff of it in progress.
+func (s *Service) arrive(id string) (done func()) {
+	s.handoff.mu.Lock()
+	if s.handoff.arriving == nil {
+		s.handoff.arriving = map[string]int{}
+	}
+	s.handoff.arriving[id]++
+	s.handoff.mu.Unlock()
+	return func() {
+		s.handoff.mu.Lock()
+		if s.handoff.arriving[id]--; s.handoff.arriving[id] == 0 {
+			delete(s.handoff.arriving, id)
+		}
+		s.handoff.mu.Unlock()
+	}
 }
 
 // noticeHandoffLost is the first cell's notice when a handed-over
@@ -156,7 +183,15 @@ func (s *Service) releaseAsked() {
 // session is idle here, and says whether the request is settled (handed
 // over, or withdrawn meanwhile).
 func (s *Service) releaseOne(ctx context.Context, id string) bool {
+	// Under handoff.mu, so that a request here that is bringing the
+	// session into memory (arrive) either comes first, and the session
+	// stays, or after, and finds it handed over.
+	s.handoff.mu.Lock()
+	defer s.handoff.mu.Unlock()
 	l := s.lookup(id)
+	if l == nil && s.handoff.arriving[id] > 0 {
+		return false
+	}
 	var sess *engine.Session
 	if l != nil {
 		var ok bool
@@ -197,8 +232,11 @@ func (s *Service) releaseOne(ctx context.Context, id string) bool {
 	if l != nil {
 		// The sandbox keeps running for the new holder; its streams here
 		// end and its egress session goes (the new holder's policy rules).
+		// A request that took the session just before waits for its
+		// cells' turn: let it through, to be told the session moved.
 		s.watchers.drop(id, func(*watcher) bool { return true })
 		l.netNow().close()
+		l.unlockCells()
 	}
 	s.log.Info("session handed over to another replica", "session", id, "to", to, "sandbox", box != "")
 	return true
@@ -220,7 +258,7 @@ func (l *live) detach() (*engine.Session, bool) {
 		return nil, false
 	}
 	l.ended = true
-	l.endReason = "moved to another kiln replica"
+	l.endReason = reasonMoved
 	sess := l.sess
 	l.sess = nil
 	return sess, true

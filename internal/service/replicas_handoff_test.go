@@ -177,3 +177,36 @@ func testHandOff(t *testing.T, b engine.Backend, ws workspace.Kind) {
 		t.Fatalf("sandboxes at the end: %v %v; want one", boxes, err)
 	}
 }
+
+// TestMovedWhileWaiting: a request that took a session just before this
+// replica let go of it, and waits for the session's cells' turn, is let
+// through once the handoff is done and told that the session moved (a
+// 503 to send again), instead of waiting for ever or being told that the
+// session ended.
+func TestMovedWhileWaiting(t *testing.T) {
+	l := newLive(kiln.Session{ID: "s1"}, t.TempDir(), nil)
+	if _, ok := l.detach(); !ok {
+		t.Fatal("an idle session was not let go of")
+	}
+	got := make(chan error, 1)
+	go func() {
+		defer l.hold()()
+		if err := l.lockCells(context.Background(), nil); err != nil {
+			got <- err
+			return
+		}
+		defer l.unlockCells()
+		_, err := l.sandbox(context.Background(), nil)
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // it waits for the cells' turn
+	l.unlockCells()                    // what releaseOne does once the store says moved
+	select {
+	case err := <-got:
+		if err != errMoved || kiln.KindOf(err) != kiln.Unavailable {
+			t.Fatalf("the waiting request got %v, want errMoved (unavailable)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting request hung")
+	}
+}
