@@ -78,6 +78,7 @@ func (a *Agent) runCell(id uint64, req protocol.Cell, in *stdinQueue) {
 	if in != nil {
 		exe.Stdin, exe.HasStdin, exe.StdinOpen = "", false, true
 	}
+	k.order.setOpen(true)
 	err = k.send(exe)
 	timer := time.AfterFunc(time.Duration(req.TimeoutMs)*time.Millisecond, func() { c.stop(protocol.CellTimeout) })
 	if err == nil {
@@ -96,6 +97,7 @@ func (a *Agent) runCell(id uint64, req protocol.Cell, in *stdinQueue) {
 		done = protocol.CellDone{Status: protocol.CellError, KernelLost: true, Reason: "cannot reach the kernel: " + err.Error()}
 	}
 	timer.Stop()
+	k.order.setOpen(false) // every message of the cell is forwarded: no pump waits
 	if started {
 		done.Kernel = k.ready
 	}
@@ -120,10 +122,22 @@ func (a *Agent) runCell(id uint64, req protocol.Cell, in *stdinQueue) {
 // follow relays the kernel's messages for the running cell until it ends.
 func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 	k := c.k
+	b := streamBatch{c: c}
+	defer b.flush()
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	defer linger.Stop()
 	for {
+		var lingered <-chan time.Time
+		if b.seq > 0 {
+			lingered = linger.C
+		}
 		select {
+		case <-lingered:
+			b.flush() // nothing more came within batchLinger
 		case line, ok := <-k.lines:
 			if !ok {
+				b.flush()
 				st := k.waitStatus()
 				return protocol.CellDone{Status: protocol.CellError, KernelLost: true, Reason: describeExit(k.lang, st), ExitCode: exitCode(st)}
 			}
@@ -131,31 +145,23 @@ func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 			if json.Unmarshal(line, &env) != nil {
 				continue // a broken line; the kernel's problem, not the cell's
 			}
-			switch env.Type {
-			case kernelproto.TDisplay, kernelproto.TExecuteResult:
-				if c.charge(int64(len(line))) {
-					a.out.Send(id, protocol.TDisplay, json.RawMessage(line))
+			if b.add(env, line) {
+				if b.fresh {
+					b.fresh = false
+					linger.Reset(batchLinger) // at most this late
 				}
-			case kernelproto.TError:
-				if c.charge(int64(len(line))) {
-					a.out.Send(id, protocol.TCellError, json.RawMessage(line))
-				}
-			case tOverlong:
-				var o overlong
-				json.Unmarshal(line, &o)
-				if c.charge(o.Size) {
-					c.forward(a, id, protocol.TStderr)([]byte(fmt.Sprintf("\nkiln: a message of %s from the kernel was dropped: one display may be at most %s\n",
-						mib(o.Size), mib(lineCap))))
-				}
-			case kernelproto.TStdinWait:
-				c.input.request(line, c.charge)
-			case kernelproto.TStdinRequest:
-				c.input.request(line, c.charge)
-				select {
-				case c.asks <- struct{}{}:
-				default: // more requests than a kernel that waits for answers makes
-				}
-			case kernelproto.TDone:
+				continue
+			}
+			b.flush()
+			if env.Seq > 0 {
+				// what the pipes held before this message goes first
+				k.order.before(env.Seq, c.kill)
+			}
+			a.relay(id, c, env, line)
+			if env.Seq > 0 {
+				k.order.forwarded(env.Seq)
+			}
+			if env.Type == kernelproto.TDone {
 				var d kernelproto.Done
 				json.Unmarshal(line, &d)
 				return cellStatus(c, d)
@@ -164,6 +170,105 @@ func (a *Agent) follow(id uint64, c *cellRun) protocol.CellDone {
 			status, _ := c.stopping.Load().(string)
 			return protocol.CellDone{Status: status, KernelLost: true,
 				Reason: "the " + k.lang + " kernel did not stop the cell within " + stopGrace.String() + " and was restarted: its state (variables, imports, definitions) is lost"}
+		}
+	}
+}
+
+// streamBatch joins numbered Stream messages of one stream that come one
+// right after another, and whose marks both pipes have passed already (no
+// pipe output lies between them), into one event: a print loop sends a
+// message per line, and an event per line would cost the client far more
+// than the pipe's reads of up to 32 KiB did.
+type streamBatch struct {
+	c     *cellRun
+	name  int
+	data  []byte
+	seq   uint64
+	fresh bool // a batch was started: its linger starts
+}
+
+// A batch goes out at streamBatchMax bytes, or batchLinger after it
+// started: a print loop's lines come some microseconds apart, and a
+// millisecond is nothing to a reader.
+const (
+	streamBatchMax = 256 << 10
+	batchLinger    = time.Millisecond
+)
+
+// add takes a numbered Stream into the batch, flushing the batch first
+// when the two cannot join; it says false for any other message.
+func (b *streamBatch) add(env kernelproto.Envelope, line []byte) bool {
+	if env.Type != kernelproto.TStream || env.Seq == 0 {
+		return false
+	}
+	var m kernelproto.Stream
+	if json.Unmarshal(line, &m) != nil {
+		return true // a broken stream message: dropped
+	}
+	name := 0
+	if m.Name == "stderr" {
+		name = 1
+	}
+	o := b.c.k.order
+	if b.seq > 0 && (name != b.name || len(b.data)+len(m.Data) > streamBatchMax || !o.ready(env.Seq)) {
+		b.flush()
+	}
+	if b.seq == 0 {
+		o.before(env.Seq, b.c.kill) // what the pipes held before it goes first
+		b.name, b.fresh = name, true
+	}
+	b.data = append(b.data, m.Data...)
+	b.seq = env.Seq
+	return true
+}
+
+// flush forwards the batch, counted against the limit as pipe output is,
+// and lets the pipes go on past its marks.
+func (b *streamBatch) flush() {
+	if b.seq == 0 {
+		return
+	}
+	if len(b.data) > 0 {
+		b.c.input.sinks[b.name](b.data)
+	}
+	b.c.k.order.forwarded(b.seq)
+	b.data, b.seq = nil, 0
+}
+
+// relay passes one message of the running cell's kernel on to the client.
+func (a *Agent) relay(id uint64, c *cellRun, env kernelproto.Envelope, line []byte) {
+	switch env.Type {
+	case kernelproto.TStream:
+		var m kernelproto.Stream
+		if json.Unmarshal(line, &m) == nil && len(m.Data) > 0 {
+			i := 0
+			if m.Name == "stderr" {
+				i = 1
+			}
+			c.input.sinks[i](m.Data) // counted against the limit as pipe output is
+		}
+	case kernelproto.TDisplay, kernelproto.TExecuteResult:
+		if c.charge(int64(len(line))) {
+			a.out.Send(id, protocol.TDisplay, json.RawMessage(line))
+		}
+	case kernelproto.TError:
+		if c.charge(int64(len(line))) {
+			a.out.Send(id, protocol.TCellError, json.RawMessage(line))
+		}
+	case tOverlong:
+		var o overlong
+		json.Unmarshal(line, &o)
+		if c.charge(o.Size) {
+			c.forward(a, id, protocol.TStderr)([]byte(fmt.Sprintf("\nkiln: a message of %s from the kernel was dropped: one display may be at most %s\n",
+				mib(o.Size), mib(lineCap))))
+		}
+	case kernelproto.TStdinWait:
+		c.input.request(line, c.charge)
+	case kernelproto.TStdinRequest:
+		c.input.request(line, c.charge)
+		select {
+		case c.asks <- struct{}{}:
+		default: // more requests than a kernel that waits for answers makes
 		}
 	}
 }

@@ -27,6 +27,7 @@ type kernel struct {
 	conn     net.Conn
 	lines    chan []byte   // lines from the kernel; closed when the channel ends
 	out, err *stream       // stdout, stderr
+	order    *order        // puts pipe output and channel output in order
 	ready    []byte        // its Ready message
 	busy     bool          // a cell or query is using it (guarded by Agent.mu)
 	gone     chan struct{} // closed when the process has been reaped
@@ -66,14 +67,16 @@ func (a *Agent) startKernel(spec protocol.Kernel, env []string) (*kernel, error)
 			return nil, fmt.Errorf("the %s kernel did not take its source: %w", spec.Language, err)
 		}
 	}
+	o := newOrder()
 	k := &kernel{
 		lang:  spec.Language,
 		pid:   s.pid,
 		done:  s.done,
 		conn:  conn,
 		lines: make(chan []byte, linesQueued),
-		out:   newStream(s.pipes.stdoutR, s.outW),
-		err:   newStream(s.pipes.stderrR, s.errW),
+		order: o,
+		out:   newStream(s.pipes.stdoutR, s.outW, o, 0),
+		err:   newStream(s.pipes.stderrR, s.errW, o, 1),
 		gone:  make(chan struct{}),
 	}
 	go k.read()
@@ -86,6 +89,7 @@ func (a *Agent) startKernel(spec protocol.Kernel, env []string) (*kernel, error)
 		var r kernelproto.Ready
 		if ok && json.Unmarshal(line, &r) == nil && r.Type == kernelproto.TReady {
 			k.ready = line
+			k.order.start(line)
 			return k, nil
 		}
 		k.kill()

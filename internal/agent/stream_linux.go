@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"os"
 	"sync"
+
+	"github.com/kiln-dev/kiln/internal/kernelproto"
 )
 
 // strayMax bounds output a kernel writes between cells (a background
@@ -27,10 +29,17 @@ type stream struct {
 	carry  []byte // held back: could be the start of the marker
 	stray  []byte
 	closed chan struct{}
+
+	// The kernel's order (kernelproto's Ordered output); idx says which
+	// pipe this is. Only the pump touches ocarry.
+	order  *order
+	idx    int
+	ocarry []byte // held back: could be the start of an order mark
+	owed   uint64 // the last mark passed, whose message output after it waits for
 }
 
-func newStream(r, w *os.File) *stream {
-	s := &stream{r: r, w: w, closed: make(chan struct{})}
+func newStream(r, w *os.File, o *order, idx int) *stream {
+	s := &stream{r: r, w: w, closed: make(chan struct{}), order: o, idx: idx}
 	go s.pump()
 	return s
 }
@@ -49,7 +58,44 @@ func (s *stream) pump() {
 	}
 }
 
+// take strips the kernel's order marks from p, waiting at each until the
+// follower has forwarded its message (never holding s.mu meanwhile), and
+// passes the rest on.
 func (s *stream) take(p []byte) {
+	nonce := s.order.marks()
+	if nonce == nil {
+		s.takeData(p)
+		return
+	}
+	data := append(s.ocarry, p...)
+	s.ocarry = nil
+	for {
+		before, seq, after, found, keep := kernelproto.OrderSplit(nonce, data)
+		if len(before) > 0 && s.owed > 0 {
+			// output after a mark waits for the mark's message; marks
+			// with nothing after them (Python-level output alone) cost
+			// the pump no wait
+			s.order.sentUpTo(s.owed)
+			s.owed = 0
+		}
+		s.takeData(before)
+		if !found {
+			if keep > 0 {
+				s.ocarry = append([]byte(nil), data[len(data)-keep:]...)
+			}
+			return
+		}
+		s.order.passed(s.idx, seq)
+		s.owed = max(s.owed, seq)
+		data = after
+	}
+}
+
+// takeData attributes p, up to the agent's own fence marker.
+func (s *stream) takeData(p []byte) {
+	if len(p) == 0 {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	data := append(s.carry, p...)
@@ -101,6 +147,17 @@ func (s *stream) attach(sink func([]byte)) {
 func (s *stream) fence() (<-chan struct{}, error) {
 	m := make([]byte, 24)
 	rand.Read(m)
+	if nonce := s.order.marks(); nonce != nil {
+		// take holds back a tail that could start an order mark until more
+		// comes, and nothing comes after a fence: a marker ending in the
+		// nonce's first byte (1 in 256) would wait out its timeout, 5 s.
+		// Without that byte no tail of the marker can start a mark.
+		for i := range m {
+			if m[i] == nonce[0] {
+				m[i] ^= 0xff
+			}
+		}
+	}
 	seen := make(chan struct{})
 	s.mu.Lock()
 	s.marker, s.seen = m, seen

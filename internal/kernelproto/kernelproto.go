@@ -17,7 +17,26 @@
 //	kernel → agent   {"type":"done","cell":"c1","status":"ok"}
 //
 // Before sending Done a kernel flushes its stdout and stderr, so that all of
-// a cell's output is in the pipes when the agent learns the cell is over.
+// a cell's output is in the pipes (or on the channel) when the agent learns
+// the cell is over.
+//
+// # Ordered output
+//
+// A kernel may send the cell's language-level output (Python's sys.stdout
+// and sys.stderr) as Stream messages on the channel, so that it keeps its
+// order with displays, which take the same path. Output written to fds 1
+// and 2 below the language (a child process, C code, os.write(1, ...))
+// still goes through the pipes. To keep the order of the two paths, such a
+// kernel announces a random Ready.Order (hex of OrderNonceLen bytes) and
+// numbers its ordered messages (Stream, Display, Error; an execute_result
+// that goes out in one write with Done may be left unnumbered) with Seq,
+// 1, 2, 3, ...; before it sends message N it writes the order
+// mark of N (the nonce, then N as 8 bytes big-endian: OrderMarkLen bytes
+// in one write) to both pipes. The agent strips the marks, forwards what
+// the pipes held before mark N before it forwards message N, and what came
+// after the mark after it. Both waits are bounded: marks are only a hint
+// of order (user code can forge them), never a reason to hang or to drop
+// output.
 //
 // Interrupt is SIGINT to the kernel's process group, sent by the agent: the
 // kernel stops the running cell (Python raises KeyboardInterrupt in it),
@@ -72,7 +91,11 @@
 // child process or C code that reads it sees end of file.
 package kernelproto
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+)
 
 // MaxLine bounds one message, images included.
 const MaxLine = 32 << 20
@@ -99,7 +122,28 @@ const (
 	TCheckResult   = "check_result"   // CheckResult: answer to Check
 	TStdinRequest  = "stdin_request"  // StdinRequest: the running cell reads open stdin
 	TStdinWait     = "stdin_wait"     // StdinWait: the running cell waits for open stdin asked ahead
+	TStream        = "stream"         // Stream: language-level stdout or stderr of the running cell
 )
+
+// Order marks (see the package doc).
+const (
+	OrderNonceLen = 16
+	OrderMarkLen  = OrderNonceLen + 8
+)
+
+// MaxStreamChunk bounds the data of one Stream message.
+const MaxStreamChunk = 1 << 20
+
+// Stream is a chunk of the running cell's stdout (Name "stdout") or stderr
+// ("stderr"), sent on the channel so that it keeps its order with the
+// cell's displays. Data is base64 in JSON, so any bytes pass.
+type Stream struct {
+	Type string `json:"type"`
+	Cell string `json:"cell"`
+	Seq  uint64 `json:"seq,omitempty"`
+	Name string `json:"name"`
+	Data []byte `json:"data"`
+}
 
 // MaxStdinChunk bounds the data of one Stdin answer.
 const MaxStdinChunk = 1 << 20
@@ -109,6 +153,9 @@ const MaxStdinChunk = 1 << 20
 type Envelope struct {
 	Type string `json:"type"`
 	Cell string `json:"cell,omitempty"`
+	// Seq numbers an ordered message of a kernel that announced
+	// Ready.Order (see Ordered output in the package doc); 0 otherwise.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // Ready is the kernel's first message.
@@ -116,6 +163,36 @@ type Ready struct {
 	Type     string `json:"type"`
 	Language string `json:"language"`
 	Version  string `json:"version"` // of the language runtime
+	// Order, when set, is the hex nonce of the kernel's order marks: it
+	// numbers its ordered messages and marks the pipes (see the package
+	// doc).
+	Order string `json:"order,omitempty"`
+}
+
+// OrderMark returns the order mark of message seq for nonce.
+func OrderMark(nonce []byte, seq uint64) []byte {
+	m := append(append([]byte(nil), nonce...), make([]byte, 8)...)
+	binary.BigEndian.PutUint64(m[len(nonce):], seq)
+	return m
+}
+
+// OrderSplit finds the first order mark of nonce in data: it returns the
+// bytes before it, its number, and the bytes after it. Without a whole
+// mark, found is false and keep is how many bytes at the end of data could
+// be the start of one: hold them back until more arrive.
+func OrderSplit(nonce, data []byte) (before []byte, seq uint64, after []byte, found bool, keep int) {
+	if i := bytes.Index(data, nonce); i >= 0 {
+		if len(data)-i < len(nonce)+8 {
+			return data[:i], 0, nil, false, len(data) - i
+		}
+		return data[:i], binary.BigEndian.Uint64(data[i+len(nonce):]), data[i+len(nonce)+8:], true, 0
+	}
+	for k := min(len(nonce)-1, len(data)); k > 0; k-- {
+		if bytes.HasPrefix(nonce, data[len(data)-k:]) {
+			return data[:len(data)-k], 0, nil, false, k
+		}
+	}
+	return data, 0, nil, false, 0
 }
 
 // Execute runs a cell.

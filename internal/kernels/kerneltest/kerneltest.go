@@ -10,6 +10,7 @@ package kerneltest
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,6 +41,16 @@ type Kernel struct {
 	WG     sync.WaitGroup
 	Ready  kernelproto.Ready
 	Next   int
+
+	// Ordered output (kernelproto): the kernel's order nonce, the highest
+	// mark each pump has passed, the highest message taken, and whether a
+	// cell is being collected (only then do the pumps wait at marks).
+	// Guarded by Mu.
+	nonce   []byte
+	seen    [2]uint64
+	sent    uint64
+	open    bool
+	changed chan struct{} // closed and replaced when any of them changes
 }
 
 // Result is what one cell produced.
@@ -107,28 +118,135 @@ func StartBoot(t testing.TB, argv, env []string, payload, dir string) *Kernel {
 		ch.SetWriteDeadline(time.Time{})
 	}
 	k.WG.Add(2)
-	go k.pump(outR, &k.Stdout)
-	go k.pump(errR, &k.Stderr)
+	go k.pump(outR, &k.Stdout, 0)
+	go k.pump(errR, &k.Stderr, 1)
 	t.Cleanup(k.Stop)
 	line := k.Read(30 * time.Second)
 	if err := json.Unmarshal(line, &k.Ready); err != nil || k.Ready.Type != kernelproto.TReady {
 		t.Fatalf("first message %q is not ready (%v); stderr: %s", line, err, k.StderrText())
 	}
+	if nonce, err := hex.DecodeString(k.Ready.Order); err == nil && len(nonce) == kernelproto.OrderNonceLen {
+		k.Mu.Lock()
+		k.nonce = nonce
+		k.Mu.Unlock()
+	}
 	return k
 }
 
-func (k *Kernel) pump(r io.Reader, dst *bytes.Buffer) {
+// pump copies pipe i into dst, stripping order marks and waiting at each,
+// as the agent does, until its message has been taken.
+func (k *Kernel) pump(r io.Reader, dst *bytes.Buffer, i int) {
 	defer k.WG.Done()
 	buf := make([]byte, 32<<10)
+	var carry []byte
 	for {
 		n, err := r.Read(buf)
-		k.Mu.Lock()
-		dst.Write(buf[:n])
-		k.Mu.Unlock()
+		data := append(carry, buf[:n]...)
+		carry = nil
+		for {
+			k.Mu.Lock()
+			nonce := k.nonce
+			k.Mu.Unlock()
+			if nonce == nil {
+				k.Mu.Lock()
+				dst.Write(data)
+				k.Mu.Unlock()
+				break
+			}
+			before, seq, after, found, keep := kernelproto.OrderSplit(nonce, data)
+			k.Mu.Lock()
+			dst.Write(before)
+			if found {
+				k.seen[i] = max(k.seen[i], seq)
+				k.notifyLocked()
+			}
+			k.Mu.Unlock()
+			if !found {
+				carry = append([]byte(nil), data[len(data)-keep:]...)
+				break
+			}
+			k.waitOrder(func() bool { return k.sent >= seq })
+			data = after
+		}
 		if err != nil {
+			k.Mu.Lock()
+			dst.Write(carry)
+			k.Mu.Unlock()
 			return
 		}
 	}
+}
+
+// waitOrder waits (bounded, as the agent) until ok holds under Mu or no
+// cell is being collected.
+func (k *Kernel) waitOrder(ok func() bool) {
+	var timeout <-chan time.Time
+	for {
+		k.Mu.Lock()
+		if !k.open || ok() {
+			k.Mu.Unlock()
+			return
+		}
+		ch := k.changedLocked()
+		k.Mu.Unlock()
+		if timeout == nil {
+			timeout = time.After(5 * time.Second)
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			return
+		}
+	}
+}
+
+// changedLocked returns the channel the next change closes; Mu is held.
+func (k *Kernel) changedLocked() chan struct{} {
+	if k.changed == nil {
+		k.changed = make(chan struct{})
+	}
+	return k.changed
+}
+
+// notifyLocked wakes the waiters; Mu is held.
+func (k *Kernel) notifyLocked() {
+	if k.changed != nil {
+		close(k.changed)
+		k.changed = nil
+	}
+}
+
+// setOpen starts or ends the collection of a cell's output.
+func (k *Kernel) setOpen(open bool) {
+	k.Mu.Lock()
+	k.open = open
+	k.notifyLocked()
+	k.Mu.Unlock()
+}
+
+// Take handles an ordered message of the cell being collected (env.Seq
+// set): it waits until the pipes have passed its mark, appends a Stream's
+// data to Stdout or Stderr, and lets the pipes go on. It says whether the
+// message was a Stream.
+func (k *Kernel) Take(env kernelproto.Envelope, line []byte) bool {
+	if env.Seq > 0 {
+		k.waitOrder(func() bool { return k.seen[0] >= env.Seq && k.seen[1] >= env.Seq })
+	}
+	stream := env.Type == kernelproto.TStream
+	k.Mu.Lock()
+	if stream {
+		var m kernelproto.Stream
+		MustUnmarshal(k.T, line, &m)
+		if m.Name == "stderr" {
+			k.Stderr.Write(m.Data)
+		} else {
+			k.Stdout.Write(m.Data)
+		}
+	}
+	k.sent = max(k.sent, env.Seq)
+	k.notifyLocked()
+	k.Mu.Unlock()
+	return stream
 }
 
 func (k *Kernel) StderrText() string {
@@ -199,6 +317,8 @@ func (k *Kernel) ExecInput(req kernelproto.Execute, in *Stdin, timeout time.Dura
 	k.Mu.Unlock()
 	in.start(k, req.Cell)
 	defer in.stop()
+	k.setOpen(true)
+	defer k.setOpen(false)
 	k.Send(req)
 	var res Result
 	for {
@@ -210,7 +330,7 @@ func (k *Kernel) ExecInput(req kernelproto.Execute, in *Stdin, timeout time.Dura
 		if env.Cell != req.Cell {
 			k.T.Fatalf("message for cell %q while %q runs: %s", env.Cell, req.Cell, line)
 		}
-		if in.Handle(env, line) {
+		if in.Handle(env, line) || k.Take(env, line) {
 			continue
 		}
 		switch env.Type {
@@ -228,6 +348,7 @@ func (k *Kernel) ExecInput(req kernelproto.Execute, in *Stdin, timeout time.Dura
 			var d kernelproto.Done
 			MustUnmarshal(k.T, line, &d)
 			res.Status, res.ExitCode = d.Status, d.ExitCode
+			k.setOpen(false)
 			k.Drain()
 			k.Mu.Lock()
 			res.Stdout = k.Stdout.String()[outStart:]

@@ -111,20 +111,53 @@ def _encode(msg):
     return s.encode("ascii") + b"\n"
 
 
+# Ordered output (kernelproto): Python's stdout and stderr go on the
+# channel as stream messages, in order with displays; output below Python
+# (children, C code, os.write(1)) still goes through fds 1 and 2. Each
+# ordered message gets a number, and its order mark (the nonce, then the
+# number) goes to both pipes first, so the agent can put the two paths back
+# in order. The marks go through copies of fds 1 and 2 made at start, so
+# that code which points fd 1 elsewhere (a capture) never sees them.
+_NONCE = b"\0" + os.urandom(15)  # NUL first: rare in output, so rarely held back
+_ORDERED = ("stream", "display", "execute_result", "error")  # a held execute_result is not numbered
+_markfds = ()  # the copies of fds 1 and 2; empty: no ordering
+_seq = 0
+
+
+def _order(data):
+    """Numbers an encoded ordered message and marks the pipes; _lock held."""
+    global _seq
+    _seq += 1
+    mark = _NONCE + _seq.to_bytes(8, "big")
+    for fd in _markfds:
+        try:
+            os.write(fd, mark)  # 24 bytes: one atomic write
+        except OSError:
+            pass
+    return data[:-2] + b',"seq":%d}\n' % _seq
+
+
 def _send(msg, hold=False):
     global _critical, _pending, _result_out
     if os.getpid() != _PID:  # a fork of the kernel must not talk
         return
+    ordered = _markfds and msg.get("type") in _ORDERED
+    if ordered and msg.get("type") != "stream":
+        _flush_std()  # what the cell printed before goes first
     data = _encode(msg)
     main = _thread.get_ident() == _MAIN_THREAD
     with _lock:
-        data, _result_out = _result_out + data, b""
-        if hold:
+        if hold and not _result_out:
+            # Not numbered: it goes out with the next message (the done, as
+            # a rule) in one write, and marks would cost two more; it keeps
+            # its order with everything on the channel, but not with output
+            # below Python (nor did it before ordered output).
             _result_out = data
             return
         if main:
             _critical = True
         try:
+            data, _result_out = _result_out + (_order(data) if ordered else data), b""
             view = memoryview(data)
             while view:
                 view = view[os.write(_CH, view) :]
@@ -137,6 +170,168 @@ def _send(msg, hold=False):
         _pending = False
         if _armed:
             raise KeyboardInterrupt
+
+
+# ---- stdout and stderr ----
+
+_FLUSH_AT = 8192  # bytes buffered before a flush without a newline
+
+
+def _out(fd, name, data):
+    """Sends Python-level output: on the channel in a cell, else to fd."""
+    cell = _cell
+    if cell is None or not _markfds or os.getpid() != _PID:
+        # between cells (a left-over thread: the agent hands it to the next
+        # cell), in a fork, or without ordering: the pipe, as below Python
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        return
+    import binascii
+
+    for i in range(0, len(data), 1 << 20):  # kernelproto.MaxStreamChunk
+        b64 = binascii.b2a_base64(data[i : i + (1 << 20)], newline=False).decode("ascii")
+        _send({"type": "stream", "cell": cell, "name": name, "data": b64})
+
+
+class _OutBuffer(io.BufferedIOBase):
+    """sys.stdout.buffer: bytes into the same buffer as the text."""
+
+    def __init__(self, owner):
+        self._o = owner
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        b = bytes(b)
+        self._o._put(b, b"\n" in b or b"\r" in b)
+        return len(b)
+
+    def flush(self):
+        self._o.flush()
+
+    def fileno(self):
+        return self._o.fileno()
+
+    def isatty(self):
+        return False
+
+    @property
+    def raw(self):
+        return self
+
+    @property
+    def name(self):
+        return self._o.name
+
+
+class _Out(io.TextIOBase):
+    """sys.stdout and sys.stderr: buffered, flushed at a newline or carriage
+    return, past _FLUSH_AT bytes, before every display and stdin request,
+    and at the end of the cell. fileno() is still 1 (or 2), where output
+    written below Python goes."""
+
+    def __init__(self, fd, name, like):
+        self._fd, self._name = fd, name
+        self._enc = getattr(like, "encoding", None) or "utf-8"
+        self._errors = getattr(like, "errors", None) or "strict"
+        self._buf = []
+        self._n = 0
+        self._wlock = _thread.RLock()
+        self.buffer = _OutBuffer(self)
+
+    encoding = property(lambda self: self._enc)
+    errors = property(lambda self: self._errors)
+    name = property(lambda self: "<%s>" % self._name)
+    mode = "w"
+    line_buffering = True
+    write_through = False
+    newlines = None
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self._fd
+
+    def isatty(self):
+        return False
+
+    def reconfigure(self, *, encoding=None, errors=None, newline=None, line_buffering=None, write_through=None):
+        self.flush()
+        if encoding is not None:
+            "".encode(encoding)  # LookupError for an unknown codec, as TextIOWrapper
+            self._enc = encoding
+            if errors is None:
+                self._errors = "strict"
+        if errors is not None:
+            self._errors = errors
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        self._put(s.encode(self._enc, self._errors), "\n" in s or "\r" in s)
+        return len(s)
+
+    def _put(self, b, eol):
+        if not b:
+            return
+        with self._wlock:
+            self._buf.append(b)
+            self._n += len(b)
+        if eol or self._n >= _FLUSH_AT:
+            self.flush()
+
+    def flush(self):
+        with self._wlock:
+            if not self._buf:
+                return
+            data = b"".join(self._buf)
+            self._buf, self._n = [], 0
+            _out(self._fd, self._name, data)
+
+
+_stdout = _stderr = None  # the _Out objects, once installed
+
+
+def _flushing(f):
+    """Wraps f (it starts code that writes to fds 1 and 2 directly) to flush
+    Python's stdout and stderr first, so that print("a"); os.system("echo
+    b") keeps its order even without a newline."""
+
+    def wrapper(*args, **kwargs):
+        _flush_std()
+        return f(*args, **kwargs)
+
+    wrapper.__name__ = wrapper.__qualname__ = f.__name__
+    wrapper.__doc__ = f.__doc__
+    wrapper.__wrapped__ = f
+    return wrapper
+
+
+def _after_fork():
+    for w in (_stdout, _stderr):
+        if w is not None:
+            w._wlock = _thread.RLock()  # another thread may have held it
+
+
+def _install_std():
+    global _stdout, _stderr
+    sys.stdout = _stdout = _Out(1, "stdout", sys.__stdout__)
+    sys.stderr = _stderr = _Out(2, "stderr", sys.__stderr__)
+    for name in ("system", "execv", "execve", "posix_spawn", "posix_spawnp"):
+        if hasattr(os, name):
+            setattr(os, name, _flushing(getattr(os, name)))
+    os.register_at_fork(before=_flush_std, after_in_child=_after_fork)
+    if "subprocess" in sys.modules:
+        _patch_subprocess(sys.modules["subprocess"])
+
+
+def _patch_subprocess(module):
+    p = getattr(module, "Popen", None)
+    if p is not None and hasattr(p, "_execute_child"):
+        p._execute_child = _flushing(p._execute_child)
 
 
 # What has been read from the channel: the main loop reads it between cells,
@@ -592,7 +787,7 @@ class _ImportHook:
     """Patches modules when they are first imported, without importing them
     before the user does: pyplot.show, getpass.getpass."""
 
-    _patches = {"matplotlib.pyplot": _patch_pyplot, "getpass": _patch_getpass}
+    _patches = {"matplotlib.pyplot": _patch_pyplot, "getpass": _patch_getpass, "subprocess": _patch_subprocess}
 
     def find_spec(self, name, path=None, target=None):
         patch = self._patches.get(name)
@@ -817,7 +1012,7 @@ def _result(value):
 
 
 def _flush_std():
-    for f in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+    for f in (sys.stdout, sys.stderr, _stdout, _stderr, sys.__stdout__, sys.__stderr__):
         try:
             f.flush()
         except Exception:
@@ -982,6 +1177,7 @@ def _execute(msg):
         if os.getpid() != _PID:  # a fork returned from the cell: end it
             _flush_std()
             os._exit(0)
+        _flush_std()  # on the channel, while the cell is still the running one
         _cell = None
         _stdin_cell = None
         _cell_in = None
@@ -1111,7 +1307,15 @@ def _main():
         os.set_inheritable(_CH, False)
     except OSError:
         pass
-    ready = '{"type":"ready","language":"python","version":"%s"}\n' % sys.version.split()[0]
+    global _markfds
+    try:
+        import fcntl  # the copies high, away from the fds user code opens
+
+        _markfds = tuple(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in (1, 2))
+    except (ImportError, OSError):
+        _markfds = ()
+    order = ',"order":"%s"' % _NONCE.hex() if _markfds else ""
+    ready = '{"type":"ready","language":"python","version":"%s"%s}\n' % (sys.version.split()[0], order)
     try:
         os.write(_CH, ready.encode("ascii"))
     except OSError:
@@ -1121,6 +1325,8 @@ def _main():
     sys.modules["__main__"] = _user
     sys.argv = [""]
     sys.stdin = _NoStdin()
+    if _markfds:
+        _install_std()
     os.read = _read_fd
     sys.meta_path.insert(0, _ImportHook())
     handlers = {"execute": _execute, "complete": _complete, "check": _check}
