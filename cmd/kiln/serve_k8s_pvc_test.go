@@ -1,0 +1,233 @@
+//go:build kubernetes && linux
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Through kiln serve --backend kubernetes --k8s-workspace pvc: a session
+// asking for a GPU the administrator allows (the test cluster's fake
+// example.com/fakegpu) gets a Pod with it, and one asking for another is
+// a 400 naming it; a file written in the session survives a SIGKILL of
+// kiln serve and the next kiln serve's reaping of the Pod (the session
+// goes on in a new Pod on the same PVC); the session's deletion takes
+// the PVC (here on the next start's Reap).
+func TestServeKubernetesPVC(t *testing.T) {
+	needRoot(t)
+	kubeconfig := envOr("KUBECONFIG", "/var/lib/kspike/kubeconfig")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	ns := "kiln-serve-pvc-test"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
+	}
+	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	class := testLocalVolume(t, cs)
+
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o711)
+	os.Chmod(dir, 0o711)
+	bin := filepath.Join(dir, "kiln")
+	if out, err := exec.Command("go", "build", "-tags", "kubernetes", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags kubernetes: %v\n%s", err, out)
+	}
+	data := filepath.Join(dir, "data")
+	os.Mkdir(data, 0o711)
+	t.Cleanup(func() {
+		b, _ := os.ReadFile("/proc/self/mountinfo")
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], data+"/") {
+				unix.Unmount(f[4], unix.MNT_DETACH)
+			}
+		}
+	})
+	var addr string
+	serve := func() *exec.Cmd {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = l.Addr().String()
+		l.Close()
+		cmd := exec.Command(bin, "serve", "--backend", "kubernetes", "--kubeconfig", kubeconfig, "--namespace", ns,
+			"--k8s-containerd", envOr("KILN_K8S_CONTAINERD", "/run/kspike/containerd.sock"),
+			"--k8s-workspace", "pvc", "--k8s-storage-class", class, "--k8s-extended-resource", "example.com/fakegpu=1",
+			"--default-cpus", "0.2", "--default-memory", "256M",
+			"--data", data, "--listen", addr, "--pool", "0", "--run-pool", "0", "--admin-key-file", filepath.Join(dir, "admin.key"))
+		log, _ := os.OpenFile(filepath.Join(dir, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+		for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			if c, err := net.Dial("tcp", addr); err == nil {
+				c.Close()
+				return cmd
+			}
+			select {
+			case <-exited:
+				deadline = time.Time{}
+			default:
+			}
+			if time.Now().After(deadline) {
+				b, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+				t.Fatalf("kiln serve did not start:\n%s", b)
+			}
+		}
+	}
+	first := serve()
+	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
+	call := func(method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(key)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var v map[string]any
+		json.Unmarshal(b, &v)
+		return resp.StatusCode, v
+	}
+	stdout := func(session, code string) string {
+		t.Helper()
+		st, v := call("POST", "/v1/sessions/"+session+"/executions", fmt.Sprintf(`{"code": %q}`, code))
+		if st >= 300 {
+			t.Fatalf("a cell: %d %v", st, v)
+		}
+		s, _ := v["result"].(map[string]any)["stdout"].(string)
+		return s
+	}
+
+	st, v := call("POST", "/v1/sessions", `{"resources": {"nvidia.com/gpu": 1}}`)
+	if detail, _ := v["detail"].(string); st != 400 || !strings.Contains(detail, "allowed: example.com/fakegpu (at most 1)") {
+		t.Errorf("a session asking for nvidia.com/gpu: %d %v; want 400 naming example.com/fakegpu", st, v)
+	}
+	st, v = call("POST", "/v1/sessions", `{"resources": {"example.com/fakegpu": 1}}`)
+	if st != 201 {
+		t.Fatalf("a session asking for example.com/fakegpu: %d %v", st, v)
+	}
+	id, _ := v["id"].(string)
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kiln"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the session's Pods: %v, %v; want 1", pods, err)
+	}
+	p := pods.Items[0]
+	if q := p.Spec.Containers[0].Resources.Limits[corev1.ResourceName("example.com/fakegpu")]; q.Value() != 1 {
+		t.Errorf("the session's Pod's example.com/fakegpu limit: %v; want 1", q.String())
+	}
+	claim := ""
+	for _, vol := range p.Spec.Volumes {
+		if vol.Name == "workspace" && vol.PersistentVolumeClaim != nil {
+			claim = vol.PersistentVolumeClaim.ClaimName
+		}
+	}
+	if claim == "" {
+		t.Fatalf("the session's Pod has no PVC workspace: %+v", p.Spec.Volumes)
+	}
+	if got := stdout(id, "open('kept.txt', 'w').write('kept'); print(open('kept.txt').read())"); got != "kept\n" {
+		t.Fatalf("writing a file in the session: %q", got)
+	}
+
+	first.Process.Kill()
+	time.Sleep(time.Second)
+	serve() // reaps the killed one's Pod; the PVC stays
+	if got := stdout(id, "print(open('kept.txt').read())"); got != "kept\n" {
+		t.Errorf("the file after kiln serve was killed and restarted: %q; want kept (the session's new Pod on its PVC)", got)
+	}
+	if now, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kiln"}); err != nil || len(now.Items) != 1 || now.Items[0].Name == p.Name {
+		t.Errorf("the session's Pods after the restart: %v, %v; want one new Pod, not %s", now, err, p.Name)
+	}
+	if st, v := call("DELETE", "/v1/sessions/"+id, ""); st >= 300 {
+		t.Fatalf("deleting the session: %d %v", st, v)
+	}
+	serve() // its Reap prunes the ended session's PVC
+	pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+	if err == nil && pvc.DeletionTimestamp == nil {
+		t.Errorf("the PVC %s of a deleted session is still there after kiln serve's next start", claim)
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+}
+
+// testLocalVolume makes a no-provisioner StorageClass and one local PV on
+// a directory of this machine (the single node), for the test only.
+func testLocalVolume(t *testing.T, cs kubernetes.Interface) string {
+	t.Helper()
+	ctx := context.Background()
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("want the single-node test cluster: %v", err)
+	}
+	name := fmt.Sprintf("kiln-serve-test-%d", time.Now().UnixNano())
+	dir := filepath.Join(envOr("KILN_K8S_STATE", "/var/lib/kspike"), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	wait, retain := storagev1.VolumeBindingWaitForFirstConsumer, corev1.PersistentVolumeReclaimRetain
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &wait, ReclaimPolicy: &retain}
+	if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: retain,
+			StorageClassName:              name,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dir}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{nodes.Items[0].Labels["kubernetes.io/hostname"]}}},
+			}}}},
+		},
+	}
+	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pvs := cs.CoreV1().PersistentVolumes()
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if got, err := pvs.Get(context.Background(), name, metav1.GetOptions{}); err != nil || got.Status.Phase != corev1.VolumeBound {
+				break
+			}
+		}
+		if err := pvs.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the test's PV %s: %v", name, err)
+		}
+	})
+	return name
+}
