@@ -22,6 +22,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/store"
 	"github.com/kiln-dev/kiln/internal/store/postgres"
 	"github.com/kiln-dev/kiln/internal/store/sqlite"
+	"github.com/kiln-dev/kiln/internal/workspace"
 )
 
 // DefaultListen is where kiln serve listens unless told otherwise: this
@@ -119,6 +120,13 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	}
 	if err := checkServeFlags(f); err != nil {
 		return nil, err
+	}
+	if f.backend == "kubernetes" {
+		// A sandbox Pod keeps its workspace in the Pod (an emptyDir or a
+		// PVC): the directory on kiln's own host only names it, so it is
+		// a plain one, neither mounted nor root-owned, and kiln serve can
+		// run as a non-root Pod (deploy/kubernetes).
+		f.svc.Workspaces = workspace.Plain
 	}
 	return f, nil
 }
