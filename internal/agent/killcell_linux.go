@@ -112,8 +112,10 @@ func descends(p int, procs map[int]procStat, keep map[int]bool) bool {
 		if keep[p] {
 			return true
 		}
+		// PID 1 is not in procs: the walk ends there unless PID 1 is in
+		// keep (a container's agent, which is its PID 1).
 		st, ok := procs[p]
-		if !ok || st.ppid <= 1 {
+		if !ok || st.ppid == 0 {
 			return false
 		}
 		p = st.ppid

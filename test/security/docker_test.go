@@ -131,16 +131,8 @@ func (d *dockerSuite) destroy(b *box) error {
 	return d.b.DestroySandbox(context.Background(), b.ID)
 }
 
-// agentPID is the host pid of a container's agent: the child of its init.
-func (b *box) agentPID() int {
-	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", b.InitPID, b.InitPID))
-	f := strings.Fields(string(kids))
-	if len(f) == 0 {
-		return 0
-	}
-	pid, _ := strconv.Atoi(f[0])
-	return pid
-}
+// agentPID is the host pid of a container's agent: its PID 1.
+func (b *box) agentPID() int { return b.InitPID }
 
 var dockerCgroupRE = regexp.MustCompile(`docker[/-]([0-9a-f]{64})`)
 
@@ -361,10 +353,9 @@ func dockerUserProcs(t *testing.T, b *box) []hostProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := b.agentPID()
 	var out []hostProc
 	for _, p := range procs {
-		if containerOf(p.pid) == b.cid && p.pid != b.InitPID && p.pid != agent {
+		if containerOf(p.pid) == b.cid && p.pid != b.agentPID() {
 			out = append(out, p)
 		}
 	}
@@ -400,12 +391,13 @@ type dockerLine struct {
 
 // Reasons shared by several lines.
 const (
-	whyDevTmpfs = "Docker's /dev is a tmpfs only root may write; natively it is read-only: either way nothing can be made there"
-	whyFamily   = "Engine 20.10 answers a socket family the profile refuses with its default errno, EPERM (docs/DOCKER.md, Seccomp); the family is refused all the same"
-	whyNoIPv6   = "the engine disables IPv6 in a container's network namespace, so an IPv6 address is not even assignable; there is no route out either way"
-	whySameUID  = "the container's init and agent run as the user's uid and /proc has no hidepid, so user code sees and may signal them, and read their /proc entries (docs/DOCKER.md: one uid in a container)"
-	whyUserUID  = "no user namespace under Docker: the file is the process's own and opens; the kernel refuses the write (EPERM/EACCES), which Python reports only when the file is closed, after the probe"
-	whySys      = "a container always has a /sys mount point; the Docker backend masks it with an empty read-only tmpfs (maskedPaths), where natively there is none"
+	whyDevTmpfs    = "Docker's /dev is a tmpfs only root may write; natively it is read-only: either way nothing can be made there"
+	whyFamily      = "Engine 20.10 answers a socket family the profile refuses with its default errno, EPERM (docs/DOCKER.md, Seccomp); the family is refused all the same"
+	whyNoIPv6      = "the engine disables IPv6 in a container's network namespace, so an IPv6 address is not even assignable; there is no route out either way"
+	whySameUID     = "the agent (the container's PID 1, kiln) runs as the user's uid and /proc has no hidepid, so user code sees it by name and status, where natively each program sees only its own processes; it cannot read the agent's memory, descriptors or environment (whyNotDumpable), trace it, or signal it to any effect (TestKillAllFromUserCode), and everything it can see in the container is its own session's (docs/DOCKER.md: one uid in a container)"
+	whyNotDumpable = "PID 1 is visible in a container (whySameUID), but the agent makes itself not dumpable, so its /proc entries belong to root and refuse user code: EACCES where natively PID 1 does not exist for user code (ENOENT)"
+	whyUserUID     = "no user namespace under Docker: the file is the process's own and opens; the kernel refuses the write (EPERM/EACCES), which Python reports only when the file is closed, after the probe"
+	whySys         = "a container always has a /sys mount point; the Docker backend masks it with an empty read-only tmpfs (maskedPaths), where natively there is none"
 )
 
 // dockerLines maps a line native prints to Docker's, for expectLines.
@@ -436,20 +428,21 @@ var dockerLines = map[string]dockerLine{
 	"list /sys ENOENT":                          {"list /sys ok", whySys, false},
 	"ls /sys ENOENT":                            {"ls /sys ok", whySys, false},
 	"pidfd_send_signal agent EPERM": {"pidfd_send_signal agent ok",
-		"PID 1 is the container's init, not the agent, and runs as the user's uid: the signal is sent, and the kernel drops SIGKILL to a namespace's init from inside it (it still runs: the test's host checks)", false},
-	"pid 1 visible False":         {"pid 1 visible True", whySameUID, true},
-	"read /proc/1/environ ENOENT": {"read /proc/1/environ ok", whySameUID, true},
-	"readlink /proc/1/exe ENOENT": {"readlink /proc/1/exe ok", whySameUID, true},
-	"open /proc/1/exe ENOENT":     {"open /proc/1/exe ok", whySameUID, true},
-	"list /proc/1/root ENOENT":    {"list /proc/1/root ok", whySameUID, true},
-	"list /proc/1/fd ENOENT":      {"list /proc/1/fd ok", whySameUID, true},
-	"open /proc/1/mem ENOENT":     {"open /proc/1/mem ok", whySameUID, true},
-	"readlink /proc/1/cwd ENOENT": {"readlink /proc/1/cwd ok", whySameUID, true},
-	"seen ['python3', 'sleep']":   {"seen ['exe', 'kiln', 'python3', 'sleep']", whySameUID, true},
-	"own only True":               {"own only False", whySameUID, true},
-	"bash ps sort tr ":            {"bash exe kiln ps sort tr ", whySameUID, true},
-	`["node"] true`:               {`["kiln","exe","node"] true`, whySameUID, true},
-	"fds ['0', '1', '2', '3']":    {"fds ['0', '1', '2', '3', '4', '5']", whySameUID + " (the probes' opens of /proc/1/exe and /proc/1/mem succeeded and hold 3 and 4)", true},
+		"PID 1 is the agent and runs as the user's uid: the signal is sent, and the kernel drops SIGKILL to a namespace's init from inside it (it still runs: the test's host checks)", false},
+	"pid 1 visible False":                 {"pid 1 visible True", whySameUID, false},
+	"read /proc/1/environ ENOENT":         {"read /proc/1/environ EACCES", whyNotDumpable, false},
+	"readlink /proc/1/exe ENOENT":         {"readlink /proc/1/exe EACCES", whyNotDumpable, false},
+	"open /proc/1/exe ENOENT":             {"open /proc/1/exe EACCES", whyNotDumpable, false},
+	"list /proc/1/root ENOENT":            {"list /proc/1/root EACCES", whyNotDumpable, false},
+	"list /proc/1/fd ENOENT":              {"list /proc/1/fd EACCES", whyNotDumpable, false},
+	"open /proc/1/mem ENOENT":             {"open /proc/1/mem EACCES", whyNotDumpable, false},
+	"readlink /proc/1/cwd ENOENT":         {"readlink /proc/1/cwd EACCES", whyNotDumpable, false},
+	"read via /proc/1/root ENOENT":        {"read via /proc/1/root EACCES", whyNotDumpable, false},
+	"read /proc/1/root/etc/shadow ENOENT": {"read /proc/1/root/etc/shadow EACCES", whyNotDumpable, false},
+	"seen ['python3', 'sleep']":           {"seen ['kiln', 'python3', 'sleep']", whySameUID, false},
+	"own only True":                       {"own only False", whySameUID, false},
+	"bash ps sort tr ":                    {"bash kiln ps sort tr ", whySameUID, false},
+	`["node"] true`:                       {`["kiln","node"] true`, whySameUID, false},
 }
 
 // onDockerWant rewrites want for the Docker backend (dockerLines) and

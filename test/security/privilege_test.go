@@ -230,13 +230,6 @@ print("pid 1 visible", os.path.exists("/proc/1"))
 func TestKillAllFromUserCode(t *testing.T) {
 	s := env(t)
 	sb := s.sandbox(t, native.Spec{})
-	if s.onDocker() {
-		// The host checks of the sandbox's cleanup still run: the engine
-		// and the service stay healthy, nothing is left.
-		out, _, info, err := tryExec(sb, 5*time.Second, "/bin/bash", "-c", "sleep 30 & kill -9 -1; wait; echo survived")
-		t.Logf("kill -9 -1 from user code: output %q, %+v, %v", out, info, err)
-		dockerGap(t, "user code runs as the agent's uid in a container, so its kill(-1) kills the agent and ends the sandbox (natively the agent is another uid and out of reach)")
-	}
 	out, stderr, info := execIn(t, sb, 5*time.Second, "/usr/bin/python3", "-c", `
 import errno, os, signal, time
 for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGSTOP):
@@ -259,6 +252,14 @@ print("children", [signal.Signals(os.WTERMSIG(os.waitpid(k, 0)[1])).name for k i
 print("caller survived")
 `)
 	want := "kill 1 SIGKILL EPERM\nkill 1 SIGTERM EPERM\nkill 1 SIGSTOP EPERM\nchildren ['SIGKILL', 'SIGKILL', 'SIGKILL']\ncaller survived\n"
+	if s.onDocker() {
+		// Held differently on Docker: the agent is the container's PID 1
+		// and runs as the user's uid, so kill(1, sig) is permitted and
+		// returns 0, but the kernel drops SIGKILL and SIGSTOP sent to a
+		// namespace's init from inside it, and the agent catches and drops
+		// every other signal. The checks below show it still serves.
+		want = strings.ReplaceAll(want, "EPERM", "ok")
+	}
 	if out != want || info.Code != 0 {
 		t.Errorf("kill from user code: output %q, stderr %q, exit %d; want %q", out, stderr, info.Code, want)
 	}

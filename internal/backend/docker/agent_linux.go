@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
+	"os/signal"
 
 	"golang.org/x/sys/unix"
 
@@ -23,11 +23,15 @@ func init() {
 // non-root user without capabilities, cgroup limits), so there is no
 // pivot_root, no mounts and no spawn stage: the agent serves in its
 // unisolated mode, with the container as the isolation. The protocol
-// comes on stdin and goes out on stdout; the agent serves a socket, so
-// two copies join them.
+// comes over the socket the service bound in (or on stdin and stdout:
+// the agent serves a socket, so two copies join them).
+//
+// The agent runs as the user's uid (the container has one non-root user
+// and no capabilities), so it must be out of user code's reach by other
+// means than a uid (protectPID1).
 func runAgent(config string) int {
 	if os.Getpid() == 1 {
-		return initProcess()
+		protectPID1()
 	}
 	reserveThreads(spareThreads)
 	var cfg agent.Unisolated
@@ -59,32 +63,31 @@ func runAgent(config string) int {
 	return 0
 }
 
-// initProcess is PID 1 of the container: it starts the agent as its
-// child and reaps until the agent exits. The agent must not be PID 1
-// itself: in its unisolated mode it finds what to kill by walking parent
-// pids up to itself, a walk that stops at PID 1. As the subreaper of its
-// descendants the agent gets their orphans; PID 1 sees only the agent.
-func initProcess() int {
-	cmd := exec.Command("/proc/self/exe", os.Args[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "kiln container init: %v\n", err)
-		return 1
+// protectPID1 puts the agent, the container's PID 1, out of reach of
+// user code that runs as the same uid:
+//   - kill(-1) skips a pid namespace's init, and the kernel drops SIGKILL
+//     and SIGSTOP sent to it from inside its namespace;
+//   - every other signal is caught and dropped here (a signal to an init
+//     from inside is delivered only when it has a handler, and the Go
+//     runtime's handlers would end the process on SIGTERM or SIGHUP).
+//     Handlers, unlike ignored signals, go back to the default at exec, so
+//     user programs get their usual dispositions;
+//   - not dumpable: its /proc entries (environ, fd, mem, maps, root, cwd,
+//     exe) belong to root, and ptrace, process_vm_readv and pidfd_getfd
+//     are refused (EPERM/EACCES).
+func protectPID1() {
+	sig := make(chan os.Signal, 64)
+	signal.Notify(sig)
+	go func() {
+		for range sig {
+		}
+	}()
+	// The agent writes its own oom_score_adj around each fork
+	// (agent.withUserOOMScore), a file that becomes root's below.
+	if err := agent.HoldOOMScoreFile(); err != nil {
+		fmt.Fprintf(os.Stderr, "kiln container agent: oom_score_adj: %v\n", err)
 	}
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 1
-		}
-		if pid == cmd.Process.Pid {
-			if ws.Exited() {
-				return ws.ExitStatus()
-			}
-			return 128 + int(ws.Signal())
-		}
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "kiln container agent: not dumpable: %v\n", err)
 	}
 }

@@ -156,7 +156,7 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 	for _, m := range spec.Mounts { // checked by the caller (native.ResolveMount)
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: true})
 	}
-	pids := lim.Pids + agentPids // init's and the agent's threads (threads_linux.go)
+	pids := lim.Pids + agentPids // the agent's threads (threads_linux.go)
 	profile, err := dockerProfile()
 	if err != nil {
 		return backend.Sandbox{}, kiln.Wrap(kiln.Internal, err, "cannot make the seccomp profile")

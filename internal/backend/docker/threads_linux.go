@@ -12,11 +12,11 @@ import (
 // is lost. So the agent makes its threads at start, while pids are free,
 // and the runtime keeps them idle for reuse: with spareThreads of them
 // the agent serves, kills and reaps through a fork bomb without a new one.
-// The container's pids limit is the session's plus agentPids, the init's
-// and the agent's threads, so user code still gets its whole limit.
+// The container's pids limit is the session's plus agentPids, the
+// agent's threads, so user code still gets its whole limit.
 const (
 	spareThreads = 16
-	agentPids    = 48 // init (~5 threads) + the agent (~8 at rest) + spareThreads, with room
+	agentPids    = 48 // the agent (~8 threads at rest) + spareThreads, with room
 )
 
 // reserveThreads has the runtime make n more OS threads and leaves them
