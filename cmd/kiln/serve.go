@@ -60,7 +60,7 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 	addBackendFlag(fs, &f.backend)
 	addDockerRuntimeFlag(fs, &f.dockerRuntime)
 	addKubernetesFlags(fs, &f.k8s)
-	fs.StringVar(&f.db, "db", "", "PostgreSQL DSN (postgres://...); empty: SQLite in the data directory")
+	fs.StringVar(&f.db, "db", "", "PostgreSQL DSN (postgres://...); empty: $KILN_DB, else SQLite in the data directory")
 	fs.StringVar(&f.keyFile, "admin-key-file", "", "also write the first admin key to this file (mode 0600)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; info logs every request")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json (one JSON object a line)")
@@ -111,6 +111,12 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 		if err := applyConfigFile(fs, f.config); err != nil {
 			return nil, err
 		}
+	}
+	if f.db == "" {
+		// The DSN holds a password: from the environment (a Secret, in a
+		// Pod) it stays off the command line, which any user of the host
+		// can read in /proc.
+		f.db = os.Getenv("KILN_DB")
 	}
 	if err := finishEgressFlags(&f.svc.Egress, f.data); err != nil {
 		return nil, err

@@ -31,3 +31,24 @@ func TestServeKubernetesPlainWorkspaces(t *testing.T) {
 		}
 	}
 }
+
+// kiln serve takes the PostgreSQL DSN from $KILN_DB when --db is not
+// given, so that a Pod gets it from a Secret without putting its password
+// on the command line (deploy/kubernetes); --db wins.
+func TestServeDBFromEnv(t *testing.T) {
+	t.Setenv("KILN_DB", "postgres://kiln:secret@db:5432/kiln")
+	f, err := parseServe([]string{"--data", t.TempDir()}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.db != "postgres://kiln:secret@db:5432/kiln" {
+		t.Errorf("with $KILN_DB and no --db, the DSN is %q", f.db)
+	}
+	f, err = parseServe([]string{"--data", t.TempDir(), "--db", "postgres://other@db/kiln"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.db != "postgres://other@db/kiln" {
+		t.Errorf("--db and $KILN_DB: the DSN is %q; want --db's", f.db)
+	}
+}

@@ -321,6 +321,9 @@ func checkNonRoot(t *testing.T, p corev1.Pod) {
 			continue
 		}
 		found = true
+		if bytes.Contains(cmdline, []byte("postgres://")) {
+			t.Errorf("pod %s: the PostgreSQL DSN is on kiln serve's command line, which any user of the node can read", p.Name)
+		}
 		status, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "status"))
 		if !regexp.MustCompile(`(?m)^Uid:\s+65532\s+65532\s+65532\s+65532$`).Match(status) {
 			t.Errorf("pod %s: kiln serve does not run as uid 65532:\n%s", p.Name, status)
