@@ -26,6 +26,11 @@ import (
 // answer comes at once rather than a hang.
 type queue struct {
 	max, perUser, length, userLength int
+	// shared, with several replicas, holds a ticket's user to perUser on
+	// every replica together (replicas_slots.go): it waits for one of the
+	// user's slots there before the ticket queues here, telling queued
+	// once if it has to wait, and returns the slot's release.
+	shared func(ctx context.Context, user string, perUser int, queued func()) (release func(), _ error)
 
 	mu      sync.Mutex
 	running int
@@ -64,10 +69,11 @@ type Place struct {
 
 // ticket is one request's place: entered, in line, running, then done.
 type ticket struct {
-	q     *queue
-	user  string
-	state ticketState
-	admit chan struct{} // closed when it may run
+	q      *queue
+	user   string
+	state  ticketState
+	admit  chan struct{} // closed when it may run
+	shared func()        // gives back the user's slot across replicas; nil for none
 }
 
 type ticketState int
@@ -110,6 +116,24 @@ func (q *queue) user(name string) *userQueue {
 // the place once if the ticket has to wait.
 func (t *ticket) run(ctx context.Context, queued func(Place)) error {
 	q := t.q
+	if q.shared != nil {
+		told := false
+		release, err := q.shared(ctx, t.user, q.perUser, func() {
+			if queued != nil {
+				told = true
+				queued(Place{Position: 1, Reason: WaitUser})
+			}
+		})
+		if err != nil {
+			return err
+		}
+		q.mu.Lock()
+		t.shared = release
+		q.mu.Unlock()
+		if told {
+			queued = nil // told once
+		}
+	}
 	q.mu.Lock()
 	u := q.users[t.user]
 	if q.running < q.max && u.running < q.perUser && len(u.line) == 0 {
@@ -252,6 +276,17 @@ func (q *queue) place(t *ticket) Place {
 
 // release gives the place or the slot back; it may be called twice.
 func (t *ticket) release() {
+	t.releaseHere()
+	t.q.mu.Lock()
+	shared := t.shared
+	t.shared = nil
+	t.q.mu.Unlock()
+	if shared != nil {
+		shared()
+	}
+}
+
+func (t *ticket) releaseHere() {
 	q := t.q
 	q.mu.Lock()
 	defer q.mu.Unlock()

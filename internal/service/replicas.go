@@ -40,6 +40,9 @@ import (
 //     holder's or, when it is gone, any replica's.
 //   - a running batch is run by the replica that claims it; a gone
 //     replica's batches are claimed and resumed by another.
+//   - the per-user caps on sessions (checkCapsElsewhere) and on cells at
+//     once (replicas_slots.go), the CPU budget and the request rate limits
+//     (the server's, postgres.Replicas.TakeTokens) count every replica.
 //
 // With SQLite (Config.Replicas nil) none of this runs.
 
@@ -63,6 +66,10 @@ type ReplicaStore interface {
 	Release(ctx context.Context, me, id, sandbox string) (string, error)
 	HandedOver(ctx context.Context, me, id string) (holder, sandbox string, _ error)
 	Listen(ctx context.Context, me string, wake func())
+	// The per-user cap across replicas (replicas_slots.go).
+	TakeUserSlot(ctx context.Context, me, userID, id string, perUser int, gone time.Duration) (bool, error)
+	ReleaseUserSlot(ctx context.Context, id string) error
+	KeepUserSlots(ctx context.Context, me string, ids []string) error
 }
 
 var _ ReplicaStore = (*postgres.Replicas)(nil)
@@ -149,6 +156,7 @@ func (s *Service) heartbeat() {
 		}
 		s.dropLost(ctx)
 		s.wakeHandoffs() // in case a request's notification was lost
+		s.sweepSlots(ctx)
 		s.resumeOrphanBatches(ctx)
 		if _, err := s.cfg.Replicas.Prune(ctx, pruneReplicasAfter); err != nil {
 			s.log.Error("prune replicas", "err", err)

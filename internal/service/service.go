@@ -181,6 +181,7 @@ type Service struct {
 	replica  string           // this replica's id; empty without replicas (replicas.go)
 	starting map[string]int   // sessions being created, per user (quota)
 	handoff  handoffState     // sessions handed between replicas (replicas_handoff.go)
+	slots    heldSlots        // this replica's slots of the per-user cap across replicas (replicas_slots.go)
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -222,6 +223,9 @@ func New(ctx context.Context, cfg Config, st Store, eng *engine.Engine, log *slo
 		return nil, err
 	}
 	s.cpu.shared = cfg.Replicas != nil
+	if cfg.Replicas != nil {
+		s.queue.shared = s.userSlot
+	}
 	if err := s.joinReplicas(ctx); err != nil {
 		s.nets.close()
 		return nil, err

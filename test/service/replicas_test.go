@@ -413,3 +413,67 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestReplicasShareUserConcurrency: with --user-concurrency 1 on two
+// replicas, a user's cell on B waits (queued, reason "user") while the
+// user's cell on A runs, and starts once it is done, instead of each
+// replica running one.
+func TestReplicasShareUserConcurrency(t *testing.T) {
+	needRoot(t)
+	ctx := ctxT(t, 3*time.Minute)
+	dsn := pgtest.Start(t).Database(t)
+	dataA, dataB := dataDir(t), dataDir(t)
+	flags := []string{"--db", dsn, "--replica-gone", replicaGone, "--user-concurrency", "1"}
+	a := start(t, dataA, flags...)
+	if err := os.WriteFile(filepath.Join(dataB, "admin.key"), []byte(a.key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := start(t, dataB, flags...)
+	ca, cb := a.client(a.key), b.client(a.key)
+	bash := client.SessionRequest{Languages: []string{"bash"}}
+	sa, err := ca.CreateSession(ctx, bash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := cb.CreateSession(ctx, bash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	long := make(chan *client.Execution, 1)
+	go func() {
+		x, err := ca.ExecStream(ctx, sa.ID, client.ExecRequest{Code: "sleep 4; echo A"}, func(ev client.Event) {
+			if ev.Type == client.EventStarted {
+				close(started)
+			}
+		})
+		if err != nil {
+			t.Errorf("the long cell on A: %v", err)
+		}
+		long <- x
+	}()
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the long cell did not start on A")
+	}
+	var reason string
+	y, err := cb.ExecStream(ctx, sb.ID, client.ExecRequest{Code: "echo B"}, func(ev client.Event) {
+		if ev.Type == client.EventQueued && reason == "" {
+			reason = ev.Reason
+		}
+	})
+	if err != nil || y.Status != "ok" {
+		t.Fatalf("the cell on B: %+v %v", y, err)
+	}
+	x := <-long
+	if x == nil || x.Ended == nil {
+		t.Fatalf("the cell on A: %+v", x)
+	}
+	if reason != "user" {
+		t.Errorf("the cell on B was queued for %q, want \"user\"", reason)
+	}
+	if y.Started.Before(*x.Ended) {
+		t.Errorf("the user's cell on B started at %v, before the cell on A ended at %v: two ran at once with --user-concurrency 1", y.Started, *x.Ended)
+	}
+}

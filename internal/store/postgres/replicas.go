@@ -44,6 +44,12 @@ func (r *Replicas) Heartbeat(ctx context.Context, me, addr string, first bool) e
 	if _, err := r.db.ExecContext(ctx, q, me, addr); err != nil {
 		return fmt.Errorf("replica heartbeat: %w", err)
 	}
+	if first {
+		// A restart runs none of the cells its previous run had slots for.
+		if _, err := r.db.ExecContext(ctx, `DELETE FROM user_cells WHERE replica_id = $1`, me); err != nil {
+			return fmt.Errorf("replica start: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -324,6 +330,11 @@ func (r *Replicas) Prune(ctx context.Context, after time.Duration) (int64, error
 	if _, err := r.db.ExecContext(ctx, `DELETE FROM rate_buckets WHERE at < now() - interval '1 hour'`); err != nil {
 		return 0, fmt.Errorf("prune rate buckets: %w", err)
 	}
+	// The slots of replicas gone for the bound count for nothing; their
+	// rows go once the replica's row does.
+	if _, err := r.db.ExecContext(ctx, `DELETE FROM user_cells c WHERE NOT EXISTS (SELECT 1 FROM replicas r WHERE r.id = c.replica_id)`); err != nil {
+		return 0, fmt.Errorf("prune user slots: %w", err)
+	}
 	return res.RowsAffected()
 }
 
@@ -510,4 +521,59 @@ func (r *Replicas) TakeTokens(ctx context.Context, names []string, perSecond flo
 		return 0, nil
 	}
 	return max(time.Millisecond, time.Duration(wait*float64(time.Second))), nil
+}
+
+// TakeUserSlot records cell id of user as running on me if the user has
+// fewer than perUser running on live replicas (gone ones' do not count),
+// and says whether it did. A transaction under an advisory lock on the
+// user orders racing takers: the count is read after the lock, in a
+// statement of its own, so it sees every slot taken before.
+func (r *Replicas) TakeUserSlot(ctx context.Context, me, userID, id string, perUser int, gone time.Duration) (bool, error) {
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("user slot: %w", err)
+	}
+	defer tx.Rollback()
+	// No WAL flush at commit: a slot lost in a crash of the database is
+	// one cell over the cap while it runs; a release lost, the heartbeat's
+	// sweep (KeepUserSlots) makes good.
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('kiln-user-cells:' || $1, 0)),
+		set_config('synchronous_commit', 'off', true)`, userID); err != nil {
+		return false, fmt.Errorf("user slot: %w", err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM user_cells c JOIN replicas r ON r.id = c.replica_id
+		WHERE c.user_id = $1 AND r.heartbeat > now() - make_interval(secs => $2)`, userID, secs(gone)).Scan(&n); err != nil {
+		return false, fmt.Errorf("user slot: %w", err)
+	}
+	if n >= perUser {
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO user_cells (id, user_id, replica_id) VALUES ($1, $2, $3)`, id, userID, me); err != nil {
+		return false, fmt.Errorf("user slot: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("user slot: %w", err)
+	}
+	return true, nil
+}
+
+// ReleaseUserSlot gives back the slot of cell id.
+func (r *Replicas) ReleaseUserSlot(ctx context.Context, id string) error {
+	if _, err := r.db.ExecContext(ctx, `DELETE FROM user_cells WHERE id = $1 AND set_config('synchronous_commit', 'off', true) = 'off'`, id); err != nil {
+		return fmt.Errorf("release user slot: %w", err)
+	}
+	return nil
+}
+
+// KeepUserSlots deletes me's slots other than ids (those it holds): a
+// release that did not reach the database is made good.
+func (r *Replicas) KeepUserSlots(ctx context.Context, me string, ids []string) error {
+	if ids == nil {
+		ids = []string{}
+	}
+	if _, err := r.db.ExecContext(ctx, `DELETE FROM user_cells WHERE replica_id = $1 AND NOT (id = ANY($2))`, me, ids); err != nil {
+		return fmt.Errorf("keep user slots: %w", err)
+	}
+	return nil
 }

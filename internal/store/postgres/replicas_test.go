@@ -312,3 +312,83 @@ func BenchmarkTakeTokens(b *testing.B) {
 		}
 	}
 }
+
+// TestReplicaUserSlots: one user's slots are counted on every live
+// replica together; a released slot is free again; a gone replica's
+// slots do not count; a restart, and the sweep, give back what a replica
+// no longer holds.
+func TestReplicaUserSlots(t *testing.T) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, freshDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := postgres.NewReplicas(s)
+	const gone, cap = 10 * time.Second, 2
+	for _, id := range []string{"sa", "sb"} {
+		if err := r.Heartbeat(ctx, id, "", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take := func(me, id string, want bool) {
+		t.Helper()
+		if ok, err := r.TakeUserSlot(ctx, me, "u", id, cap, gone); err != nil || ok != want {
+			t.Fatalf("%s takes %s = %v, %v; want %v", me, id, ok, err, want)
+		}
+	}
+	take("sa", "c1", true)
+	take("sb", "c2", true)
+	take("sa", "c3", false) // the user's two slots are taken, one on each
+	take("sb", "c3", false)
+	if ok, err := r.TakeUserSlot(ctx, "sa", "v", "v1", cap, gone); err != nil || !ok {
+		t.Fatalf("another user's slot = %v, %v", ok, err)
+	}
+	if err := r.ReleaseUserSlot(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	take("sa", "c3", true)
+	// sb is gone: its slot no longer counts.
+	if _, err := s.SQL().ExecContext(ctx, `UPDATE replicas SET heartbeat = now() - interval '1 hour' WHERE id = 'sb'`); err != nil {
+		t.Fatal(err)
+	}
+	take("sa", "c4", true)
+	take("sa", "c5", false)
+	// The sweep keeps what sa holds (c3) and gives back the rest (c4).
+	if err := r.KeepUserSlots(ctx, "sa", []string{"c3", "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	take("sa", "c5", true)
+	// sb starts again on its data directory: its old slot goes.
+	if err := r.Heartbeat(ctx, "sb", "", true); err != nil {
+		t.Fatal(err)
+	}
+	take("sb", "c6", false) // c3 and c5 on sa
+	if err := r.ReleaseUserSlot(ctx, "c5"); err != nil {
+		t.Fatal(err)
+	}
+	take("sb", "c6", true) // c2 was given back at sb's start
+}
+
+// BenchmarkUserSlot is what the per-user cap across replicas adds to a
+// cell: a slot taken and given back.
+func BenchmarkUserSlot(b *testing.B) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, freshDSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r := postgres.NewReplicas(s)
+	if err := r.Heartbeat(ctx, "me", "", true); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if ok, err := r.TakeUserSlot(ctx, "me", "u", "cell", 4, time.Minute); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		if err := r.ReleaseUserSlot(ctx, "cell"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
