@@ -37,9 +37,12 @@ async function chord(page, mod, k) {
 
 // typeInto types code into cell i, which is empty, key by key as a user
 // would (Monaco closes brackets and quotes as they are typed and types
-// over them when the closing one comes). The Python code is one line: as
-// code grows, Monaco's quick suggestions open, and an Enter may take one
-// instead of making a line; the markdown is one line too.
+// over them when the closing one comes). The code is one line: puppeteer
+// sends Enter over WebDriver BiDi as WebDriver's numpad Enter (U+E007,
+// code NumpadEnter, an insertLineBreak input), and with it Monaco in
+// firefox-esr put a second new line before the first line ("# Res",
+// Enter, "xy", Enter gave "xy\n# Res"). Whether a real Enter key in
+// Firefox does the same is not checked here.
 async function typeInto(page, i, code) {
   const lines = await page.waitForSelector(`section.cell:nth-child(${i + 1}) .monaco-editor .view-lines`, { timeout: 60000 });
   const focused = () => page.evaluate(() => [...document.querySelectorAll("section.cell")].indexOf(document.activeElement?.closest("section.cell")));
