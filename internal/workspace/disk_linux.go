@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -237,9 +238,18 @@ func (d *Dir) mountImage(id, p string) error {
 	return nil
 }
 
+// loopMu serialises this process's loop attachments: the kernel hands the
+// same free device to every caller that asks at once, and all but one of
+// them would lose it.
+var loopMu sync.Mutex
+
 // attachLoop binds img to a free loop device and returns it open. Another
-// process may take the same free device first; then it asks again.
+// process may take the same free device first, or the device may still be
+// held for a moment by its last user (EBUSY); then it asks again, with a
+// short pause, for up to loopWait.
 func attachLoop(img *os.File) (*os.File, error) {
+	loopMu.Lock()
+	defer loopMu.Unlock()
 	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("disk workspaces need loop devices: %w", err)
@@ -247,7 +257,8 @@ func attachLoop(img *os.File) (*os.File, error) {
 	defer ctl.Close()
 	cfg := unix.LoopConfig{Fd: uint32(img.Fd()), Info: unix.LoopInfo64{Flags: unix.LO_FLAGS_AUTOCLEAR}}
 	copy(cfg.Info.File_name[:len(cfg.Info.File_name)-1], img.Name())
-	for range 16 {
+	deadline := time.Now().Add(loopWait)
+	for tries := 1; ; tries++ {
 		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
 		if err != nil {
 			return nil, fmt.Errorf("find a free loop device: %w", err)
@@ -264,6 +275,12 @@ func attachLoop(img *os.File) (*os.File, error) {
 		if !errors.Is(err, unix.EBUSY) {
 			return nil, fmt.Errorf("configure %s: %w", dev.Name(), err)
 		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no free loop device after %d tries in %v: the last, %s, was busy", tries, loopWait, dev.Name())
+		}
+		time.Sleep(time.Duration(min(tries, 20)) * time.Millisecond)
 	}
-	return nil, errors.New("no free loop device after 16 tries")
 }
+
+// loopWait bounds attachLoop's retries.
+const loopWait = 5 * time.Second

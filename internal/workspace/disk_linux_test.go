@@ -437,3 +437,30 @@ func TestDiskRestoreRefusesImageInUse(t *testing.T) {
 		t.Errorf("loop devices after Restore: %v, want one", loopsOf(d.imagePath(id)))
 	}
 }
+
+// TestDiskCreateConcurrent: many disk workspaces made at once (a burst of
+// new sessions) all get a loop device. The kernel hands the same free
+// device to every caller that asks at once, and all but one lose it.
+func TestDiskCreateConcurrent(t *testing.T) {
+	d := newKindDir(t, Disk)
+	const n = 48
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := d.Create(fmt.Sprintf("c%03d", i), 2*mib, 64)
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for i := range n {
+		id := fmt.Sprintf("c%03d", i)
+		if err := d.Remove(id); err != nil {
+			t.Error(err)
+		}
+		assertGone(t, d, id)
+	}
+}
