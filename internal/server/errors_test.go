@@ -173,7 +173,9 @@ func TestUsersKeysAndOwnership(t *testing.T) {
 func TestRateLimitAndQuotas(t *testing.T) {
 	e := newEnv(t, options{
 		svc:  service.Config{MaxSessionsPerUser: 2, Concurrency: 1, QueueLength: 1},
-		http: server.Config{RatePerSecond: 1, RateBurst: 3},
+		// One token per 2 s: the four quick requests below get their 429
+		// unless they take 2 s, not 1 s, on a loaded machine.
+		http: server.Config{RatePerSecond: 0.5, RateBurst: 3},
 	})
 	ctx := ctxT(t)
 	c := e.user("carol")
@@ -185,7 +187,7 @@ func TestRateLimitAndQuotas(t *testing.T) {
 	if p.RetryAfterSeconds < 1 {
 		t.Errorf("429 without Retry-After: %+v", p)
 	}
-	time.Sleep(3 * time.Second) // the bucket refills
+	time.Sleep(6 * time.Second) // the bucket refills for the three creates
 
 	s1, err := c.CreateSession(ctx, client.SessionRequest{})
 	if err != nil {
