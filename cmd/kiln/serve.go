@@ -133,6 +133,9 @@ func parseServe(args []string, stderr io.Writer) (*serveFlags, error) {
 		// a plain one, neither mounted nor root-owned, and kiln serve can
 		// run as a non-root Pod (deploy/kubernetes).
 		f.svc.Workspaces = workspace.Plain
+		// Warm Pods (--k8s-warm-pods) are made for what a session gets
+		// when it asks for nothing.
+		f.k8s.warmLimits = f.svc.DefaultLimits
 	}
 	return f, nil
 }

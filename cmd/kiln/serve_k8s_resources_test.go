@@ -38,3 +38,15 @@ func TestExtendedResourceFlag(t *testing.T) {
 		}
 	}
 }
+
+// The warm Pods of --k8s-warm-pods have the server's default limits, so
+// that a session asking for nothing takes one.
+func TestWarmPodsHaveDefaultLimits(t *testing.T) {
+	f, err := parseServe([]string{"--backend", "kubernetes", "--k8s-warm-pods", "2", "--default-memory", "256M", "--default-cpus", "0.5"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := f.k8s.warmLimits; f.k8s.warmPods != 2 || l.MemoryBytes != 256<<20 || l.CPUMillis != 500 || l != f.svc.DefaultLimits {
+		t.Errorf("warm Pods: %d of %+v; want 2 of the default limits %+v", f.k8s.warmPods, l, f.svc.DefaultLimits)
+	}
+}

@@ -17,6 +17,7 @@ type kubernetesFlags struct {
 	kubeconfig, namespace, image, containerd, runtimeClass string
 	workspace, storageClass                                string
 	warmPods                                               int
+	warmLimits                                             kiln.Limits // the service's default limits (parseServe)
 	// extended: the extended resources (GPUs) a session may ask for,
 	// name → the most per session (0: no bound but the nodes').
 	extended resourceList
@@ -30,7 +31,7 @@ func addKubernetesFlags(fs *flag.FlagSet, k *kubernetesFlags) {
 	fs.StringVar(&k.runtimeClass, "runtime-class", "", "with --backend kubernetes: the RuntimeClass `name` of sandbox Pods (gVisor, Kata); empty: the cluster's default")
 	fs.StringVar(&k.workspace, "k8s-workspace", "emptydir", "with --backend kubernetes: where session workspaces live: emptydir (the Pod's: gone with the Pod) or pvc (a PersistentVolumeClaim per session, of --k8s-storage-class, sized by the workspace limit: it outlives Pods and kiln restarts, and goes once the session has ended)")
 	fs.StringVar(&k.storageClass, "k8s-storage-class", "", "with --k8s-workspace pvc: the StorageClass `name` of workspace PVCs; empty: the cluster's default class")
-	fs.IntVar(&k.warmPods, "k8s-warm-pods", 0, "with --backend kubernetes: sandbox Pods kept started ahead, with kiln's built-in default limits; a sandbox asking for those limits (and no GPU, no PVC workspace) takes one in a few ms instead of a Pod's start; 0: none")
+	fs.IntVar(&k.warmPods, "k8s-warm-pods", 0, "with --backend kubernetes: sandbox Pods kept started ahead, with the --default-* limits; a sandbox asking for those limits (and no GPU, no PVC workspace) takes one in a few ms instead of a Pod's start; 0: none")
 	fs.Var(&k.extended, "k8s-extended-resource", "with --backend kubernetes: an extended resource `NAME[=MAX]` (nvidia.com/gpu=2) a session may ask for, at most MAX (none: as many as a node has); repeat for more; none: sessions get no GPUs")
 }
 

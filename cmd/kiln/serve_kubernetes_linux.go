@@ -22,7 +22,7 @@ var _ engine.Backend = (*kubernetes.Backend)(nil)
 // node's containerd (a no-op when it is there), for Pods that never pull.
 func newKubernetesBackend(ctx context.Context, k kubernetesFlags, log *slog.Logger) (engine.Backend, error) {
 	opt := kubernetes.Options{Namespace: k.namespace, Image: k.image, RuntimeClassName: k.runtimeClass, ExtendedResources: k.extended,
-		Workspace: k.workspace, StorageClass: k.storageClass, WarmPods: k.warmPods}
+		Workspace: k.workspace, StorageClass: k.storageClass, WarmPods: k.warmPods, WarmLimits: k.warmLimits}
 	if opt.Image == "" {
 		exe, err := os.Executable()
 		if err != nil {
