@@ -183,6 +183,11 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if c, ok := b.(io.Closer); ok && f.backend == "kubernetes" {
+		// after the service (defers run last first): the warm pool's
+		// Pods are deleted, not left to the next start's reaping
+		defer c.Close()
+	}
 	defer k.Close(context.Background())
 	if err := announceKey(ctx, k.Service, f, stdout); err != nil {
 		return err

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +25,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
 )
 
 // Through kiln serve --backend kubernetes --k8s-workspace pvc: a session
@@ -48,78 +52,9 @@ func TestServeKubernetesPVC(t *testing.T) {
 	}
 	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	class := testLocalVolume(t, cs)
-
-	dir := t.TempDir()
-	os.Chmod(filepath.Dir(dir), 0o711)
-	os.Chmod(dir, 0o711)
-	bin := filepath.Join(dir, "kiln")
-	if out, err := exec.Command("go", "build", "-tags", "kubernetes", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags kubernetes: %v\n%s", err, out)
-	}
-	data := filepath.Join(dir, "data")
-	os.Mkdir(data, 0o711)
-	t.Cleanup(func() {
-		b, _ := os.ReadFile("/proc/self/mountinfo")
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], data+"/") {
-				unix.Unmount(f[4], unix.MNT_DETACH)
-			}
-		}
-	})
-	var addr string
-	serve := func() *exec.Cmd {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr = l.Addr().String()
-		l.Close()
-		cmd := exec.Command(bin, "serve", "--backend", "kubernetes", "--kubeconfig", kubeconfig, "--namespace", ns,
-			"--k8s-containerd", envOr("KILN_K8S_CONTAINERD", "/run/kspike/containerd.sock"),
-			"--k8s-workspace", "pvc", "--k8s-storage-class", class, "--k8s-extended-resource", "example.com/fakegpu=1",
-			"--default-cpus", "0.2", "--default-memory", "256M",
-			"--data", data, "--listen", addr, "--pool", "0", "--run-pool", "0", "--admin-key-file", filepath.Join(dir, "admin.key"))
-		log, _ := os.OpenFile(filepath.Join(dir, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-		for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-			if c, err := net.Dial("tcp", addr); err == nil {
-				c.Close()
-				return cmd
-			}
-			select {
-			case <-exited:
-				deadline = time.Time{}
-			default:
-			}
-			if time.Now().After(deadline) {
-				b, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
-				t.Fatalf("kiln serve did not start:\n%s", b)
-			}
-		}
-	}
+	s := newK8sServer(t, kubeconfig, ns, "--k8s-workspace", "pvc", "--k8s-storage-class", class, "--k8s-extended-resource", "example.com/fakegpu=1")
+	serve, call := s.start, s.call
 	first := serve()
-	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
-	call := func(method, path, body string) (int, map[string]any) {
-		t.Helper()
-		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(key)))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var v map[string]any
-		json.Unmarshal(b, &v)
-		return resp.StatusCode, v
-	}
 	stdout := func(session, code string) string {
 		t.Helper()
 		st, v := call("POST", "/v1/sessions/"+session+"/executions", fmt.Sprintf(`{"code": %q}`, code))
@@ -179,6 +114,166 @@ func TestServeKubernetesPVC(t *testing.T) {
 	} else if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
+}
+
+// k8sServer runs kiln serve --backend kubernetes, built once, on one
+// data directory, with small default limits and no pools of its own.
+type k8sServer struct {
+	t                    *testing.T
+	bin, dir, data, addr string
+	kubeconfig, ns       string
+	args                 []string
+}
+
+func newK8sServer(t *testing.T, kubeconfig, ns string, args ...string) *k8sServer {
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o711)
+	os.Chmod(dir, 0o711)
+	s := &k8sServer{t: t, bin: filepath.Join(dir, "kiln"), dir: dir, data: filepath.Join(dir, "data"), kubeconfig: kubeconfig, ns: ns, args: args}
+	if out, err := exec.Command("go", "build", "-tags", "kubernetes", "-o", s.bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags kubernetes: %v\n%s", err, out)
+	}
+	os.Mkdir(s.data, 0o711)
+	t.Cleanup(func() {
+		b, _ := os.ReadFile("/proc/self/mountinfo")
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], s.data+"/") {
+				unix.Unmount(f[4], unix.MNT_DETACH)
+			}
+		}
+	})
+	return s
+}
+
+// start starts kiln serve and waits until it listens.
+func (s *k8sServer) start() *exec.Cmd {
+	t := s.t
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addr = l.Addr().String()
+	l.Close()
+	args := append([]string{"serve", "--backend", "kubernetes", "--kubeconfig", s.kubeconfig, "--namespace", s.ns,
+		"--k8s-containerd", envOr("KILN_K8S_CONTAINERD", "/run/kspike/containerd.sock"),
+		"--default-cpus", "0.2", "--default-memory", "256M",
+		"--data", s.data, "--listen", s.addr, "--pool", "0", "--run-pool", "0", "--admin-key-file", filepath.Join(s.dir, "admin.key")}, s.args...)
+	cmd := exec.Command(s.bin, args...)
+	log, _ := os.OpenFile(filepath.Join(s.dir, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if c, err := net.Dial("tcp", s.addr); err == nil {
+			c.Close()
+			return cmd
+		}
+		select {
+		case <-exited:
+			deadline = time.Time{}
+		default:
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(s.dir, "serve.log"))
+			t.Fatalf("kiln serve did not start:\n%s", b)
+		}
+	}
+}
+
+// call makes a request as the admin and returns the status and the JSON.
+func (s *k8sServer) call(method, path, body string) (int, map[string]any) {
+	s.t.Helper()
+	key, _ := os.ReadFile(filepath.Join(s.dir, "admin.key"))
+	req, _ := http.NewRequest(method, "http://"+s.addr+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(key)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var v map[string]any
+	json.Unmarshal(b, &v)
+	return resp.StatusCode, v
+}
+
+// Through kiln serve --k8s-warm-pods 1: a warm Pod is made at start, a
+// session (asking for no limits: the server's defaults) takes it and
+// works, the pool makes the next one, and a stopped kiln serve deletes
+// the warm Pod (its session's goes as the service closes it).
+func TestServeKubernetesWarmPods(t *testing.T) {
+	needRoot(t)
+	kubeconfig := envOr("KUBECONFIG", "/var/lib/kspike/kubeconfig")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	ns := "kiln-serve-warm-test"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
+	}
+	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	// running lists the kiln Pods that run and are not being deleted
+	running := func() []string {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kiln"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range l.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+				names = append(names, p.Name)
+			}
+		}
+		return names
+	}
+	waitFor := func(what string, ok func([]string) bool) []string {
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			if names := running(); ok(names) {
+				return names
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: running kiln Pods %v after 2 min", what, running())
+			}
+		}
+	}
+	s := newK8sServer(t, kubeconfig, ns, "--k8s-warm-pods", "1")
+	cmd := s.start()
+	warm := waitFor("the warm Pod", func(n []string) bool { return len(n) == 1 })[0]
+	time.Sleep(2 * time.Second) // past its agent's start and isolation check
+	// a mark in the warm Pod's /tmp, for the session to find
+	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(warm).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: "sandbox", Command: []string{"/bin/sh", "-c", "echo warm > /tmp/mark"}, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ex, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out}); err != nil {
+		t.Fatalf("marking the warm Pod: %v %s", err, out.String())
+	}
+	st, v := s.call("POST", "/v1/sessions", `{}`)
+	if st != 201 {
+		t.Fatalf("a session: %d %v", st, v)
+	}
+	id, _ := v["id"].(string)
+	st, v = s.call("POST", "/v1/sessions/"+id+"/executions", `{"code": "print(open('/tmp/mark').read().strip(), 6*7)"}`)
+	if out, _ := v["result"].(map[string]any)["stdout"].(string); st != 200 || out != "warm 42\n" {
+		t.Errorf("a cell in the session: %d %v; want it on the warm Pod (its mark) and working", st, v)
+	}
+	names := waitFor("the pool's next Pod", func(n []string) bool { return len(n) == 2 })
+	if !slices.Contains(names, warm) {
+		t.Errorf("running Pods %v: the warm Pod %s is gone; want the session on it and a new warm one", names, warm)
+	}
+	cmd.Process.Signal(unix.SIGTERM)
+	waitFor("after kiln serve stopped", func(n []string) bool { return len(n) == 0 })
 }
 
 // testLocalVolume makes a no-provisioner StorageClass and one local PV on
