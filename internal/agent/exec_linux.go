@@ -279,10 +279,12 @@ func (a *Agent) control(m *protocol.Message) {
 // killAll kills every process in the sandbox but the agent. kill(-1) from
 // PID 1 reaches all of them in one pass under the kernel's tasklist lock,
 // so a process cannot fork its way out, and setsid or a double fork does not
-// help either.
+// help either. That holds for a container's agent too, which is its PID 1;
+// an unisolated agent that is not (the unboxed test backend) walks its
+// descendants instead: its kill(-1) would reach every process of the user.
 func (a *Agent) killAll() {
-	if a.unisolated {
-		a.killDescendants() // kill(-1) would reach every process of the user
+	if a.unisolated && os.Getpid() != 1 {
+		a.killDescendants()
 		return
 	}
 	unix.Kill(-1, unix.SIGKILL)
