@@ -35,8 +35,8 @@ import (
 // example.com/fakegpu) gets a Pod with it, and one asking for another is
 // a 400 naming it; a file written in the session survives a SIGKILL of
 // kiln serve and the next kiln serve's reaping of the Pod (the session
-// goes on in a new Pod on the same PVC); the session's deletion takes
-// the PVC (here on the next start's Reap).
+// goes on in a new Pod on the same PVC, with its GPU again); the
+// session's deletion takes the PVC (here on the next start's Reap).
 func TestServeKubernetesPVC(t *testing.T) {
 	needRoot(t)
 	kubeconfig := envOr("KUBECONFIG", "/var/lib/kspike/kubeconfig")
@@ -103,6 +103,8 @@ func TestServeKubernetesPVC(t *testing.T) {
 	}
 	if now, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kiln"}); err != nil || len(now.Items) != 1 || now.Items[0].Name == p.Name {
 		t.Errorf("the session's Pods after the restart: %v, %v; want one new Pod, not %s", now, err, p.Name)
+	} else if q := now.Items[0].Spec.Containers[0].Resources.Limits[corev1.ResourceName("example.com/fakegpu")]; q.Value() != 1 {
+		t.Errorf("the session's new Pod after the restart has example.com/fakegpu %v; want 1 again (stored with the session)", q.String())
 	}
 	if st, v := call("DELETE", "/v1/sessions/"+id, ""); st >= 300 {
 		t.Fatalf("deleting the session: %d %v", st, v)

@@ -48,8 +48,8 @@ type Session struct {
 	// has none.
 	Environment string
 	// Resources are the extended resources (GPUs) the session's sandbox
-	// has, by name. Not stored either: a session resumed after a restart
-	// of kiln gets a sandbox without them.
+	// has, by name, stored with it (beside its limits): a session resumed
+	// after a restart of kiln asks for them again.
 	Resources map[string]int64
 	// Role is the caller's role in the session when it was read for a
 	// caller: RoleOwner, or the role of a share. Not stored with the

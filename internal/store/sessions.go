@@ -15,6 +15,15 @@ import (
 
 const sessionCols = `id, user_id, languages, limits, metadata, status, end_reason, idle_ttl, created, last_active, ended, sandbox_id, network, mounts`
 
+// storedLimits is the limits column: the session's limits and, in the
+// same JSON object, its extended resources (GPUs), so that a session
+// resumed after a restart of kiln asks for them again. A reader that
+// knows only kiln.Limits ignores the extra key.
+type storedLimits struct {
+	kiln.Limits
+	Resources map[string]int64 `json:"extended_resources,omitempty"`
+}
+
 func scanSession(r scanner) (Session, error) {
 	var s Session
 	var langs, limits, meta, network, mounts string
@@ -38,9 +47,11 @@ func scanSession(r scanner) (Session, error) {
 	if err := json.Unmarshal([]byte(langs), &s.Languages); err != nil {
 		return s, fmt.Errorf("session %s languages: %w", s.ID, err)
 	}
-	if err := json.Unmarshal([]byte(limits), &s.Limits); err != nil {
+	var lim storedLimits
+	if err := json.Unmarshal([]byte(limits), &lim); err != nil {
 		return s, fmt.Errorf("session %s limits: %w", s.ID, err)
 	}
+	s.Limits, s.Resources = lim.Limits, lim.Resources
 	if err := json.Unmarshal([]byte(meta), &s.Metadata); err != nil {
 		return s, fmt.Errorf("session %s metadata: %w", s.ID, err)
 	}
@@ -84,7 +95,7 @@ func (s *DB) CreateSession(ctx context.Context, ss *Session) error {
 	if err != nil {
 		return err
 	}
-	limits, err := toJSON(ss.Limits)
+	limits, err := toJSON(storedLimits{ss.Limits, ss.Resources})
 	if err != nil {
 		return err
 	}

@@ -50,10 +50,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CPUUsage", testCPUUsage},
 		{"Batches", testBatches},
 		{"RunCache", testRunCache},
-		{"Shares", testShares},                   // shares.go
-		{"SessionNetwork", testSessionNetwork},   // network.go
-		{"SessionMounts", testSessionMounts},     // mounts.go
-		{"SessionMetadata", testSessionMetadata}, // metadata.go
+		{"Shares", testShares},                     // shares.go
+		{"SessionNetwork", testSessionNetwork},     // network.go
+		{"SessionMounts", testSessionMounts},       // mounts.go
+		{"SessionResources", testSessionResources}, // resources.go
+		{"SessionMetadata", testSessionMetadata},   // metadata.go
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
