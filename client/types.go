@@ -105,6 +105,9 @@ type Session struct {
 	Environment string `json:"environment,omitempty"`
 	// Name is the session's name (its metadata "name"), if it has one.
 	Name string `json:"name,omitempty"`
+	// Resources are the extended resources (GPUs) the session asked for
+	// (SessionRequest.Resources); nil when none.
+	Resources map[string]int64 `json:"resources,omitempty"`
 	// Use is what the session uses now; only for a session active in
 	// the server's process.
 	Use *SessionUse `json:"use,omitempty"`

@@ -74,6 +74,9 @@ func TestServeKubernetesPVC(t *testing.T) {
 		t.Fatalf("a session asking for example.com/fakegpu: %d %v", st, v)
 	}
 	id, _ := v["id"].(string)
+	if r, _ := v["resources"].(map[string]any); r["example.com/fakegpu"] != 1.0 {
+		t.Errorf("the session as created: resources %v; want example.com/fakegpu 1", v["resources"])
+	}
 	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kiln"})
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("the session's Pods: %v, %v; want 1", pods, err)

@@ -36,7 +36,7 @@ func fromSession(s kiln.Session) client.Session {
 	return client.Session{ID: s.ID, Status: string(s.Status), Languages: s.Languages, Limits: fromLimits(s.Limits.WithDefaults()),
 		IdleTTLSeconds: int64(s.IdleTTL / time.Second), Network: s.Network.Normal(), Metadata: md, Created: s.Created,
 		LastActive: s.LastActive, Ended: optTime(s.Ended), EndReason: s.EndReason, OwnerID: s.UserID, Role: string(cmp.Or(s.Role, kiln.RoleOwner)),
-		Environment: s.Environment, Name: md["name"]}
+		Environment: s.Environment, Name: md["name"], Resources: s.Resources}
 }
 
 func fromExecution(e kiln.Execution) client.Execution {

@@ -91,6 +91,9 @@ func TestSessionResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.DeleteSession(ctx, u, rec.ID)
+	if got, err := svc.Session(ctx, u, rec.ID); err != nil || got.Resources["example.com/fakegpu"] != 1 {
+		t.Errorf("the session read back: resources %v, %v; want example.com/fakegpu 1", got.Resources, err)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.asked) != made+1 || g.asked[made]["example.com/fakegpu"] != 1 {
