@@ -469,6 +469,11 @@ func (b *Backend) waitRunning(ctx context.Context, id string, extended map[strin
 				if name := lacking(c.Message, extended); c.Reason == corev1.PodReasonUnschedulable && name != "" {
 					return kiln.Errorf(kiln.Unavailable, "no node has %d %s free for the sandbox (the scheduler: %s); try again later or ask for fewer", extended[name], name, c.Message)
 				}
+				// Pre-made volumes (no provisioner) all taken: none will
+				// come by waiting. (A provisioner's class never says this.)
+				if c.Reason == corev1.PodReasonUnschedulable && strings.Contains(c.Message, "didn't find available persistent volumes to bind") {
+					return kiln.Errorf(kiln.Unavailable, "no PersistentVolume is free for the session's workspace (storage class %q; the scheduler: %s): its administrator must add volumes or use a class with a provisioner", b.opt.StorageClass, c.Message)
+				}
 			}
 		}
 		select {

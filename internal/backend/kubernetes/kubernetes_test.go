@@ -375,6 +375,17 @@ func TestWorkspacePVC(t *testing.T) {
 	if out := sh(agent, "cat /workspace/note"); out != "kept\n" {
 		t.Errorf("the workspace in the session's new Pod: %q; want the file written before its Pod was deleted", out)
 	}
+	// Another session, while the test's one PV is bound: no volume will
+	// come, and the create says so at once.
+	otherDir := t.TempDir()
+	t.Cleanup(func() { pvcs.Delete(context.Background(), b.claimName(otherDir), metav1.DeleteOptions{}) })
+	t0 := time.Now()
+	if _, err := b.CreateSandbox(ctx, backend.Spec{Limits: small, HostDir: otherDir}); kiln.KindOf(err) != kiln.Unavailable || !strings.Contains(err.Error(), "no PersistentVolume is free") {
+		t.Errorf("a second session with the one PV taken: %v; want unavailable, no PersistentVolume is free", err)
+	}
+	if d := time.Since(t0); d > time.Minute {
+		t.Errorf("the second session took %v to fail; want at once, not the 2 min start timeout", d)
+	}
 	if err := b.DestroySandbox(ctx, second.ID); err != nil {
 		t.Fatal(err)
 	}
