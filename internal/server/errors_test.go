@@ -172,7 +172,7 @@ func TestUsersKeysAndOwnership(t *testing.T) {
 
 func TestRateLimitAndQuotas(t *testing.T) {
 	e := newEnv(t, options{
-		svc:  service.Config{MaxSessionsPerUser: 2, Concurrency: 1, QueueLength: 1},
+		svc: service.Config{MaxSessionsPerUser: 2, Concurrency: 1, QueueLength: 1},
 		// One token per 2 s: the four quick requests below get their 429
 		// unless they take 2 s, not 1 s, on a loaded machine.
 		http: server.Config{RatePerSecond: 0.5, RateBurst: 3},
