@@ -85,8 +85,10 @@ func (s *Service) checkSpec(u kiln.User, spec *SessionSpec) error {
 	if spec.Network, err = s.checkNetwork(u, spec.Network); err != nil {
 		return err
 	}
-	if err := backend.CheckResources(spec.Resources, s.extendedResources()); err != nil {
-		return err
+	if len(spec.Resources) > 0 {
+		if err := backend.CheckResources(spec.Resources, s.extendedResources()); err != nil {
+			return err
+		}
 	}
 	return checkMetadata(spec.Metadata)
 }
@@ -95,6 +97,9 @@ func (s *Service) checkSpec(u kiln.User, spec *SessionSpec) error {
 // sandbox ask for, name → most per sandbox (the Kubernetes backend's
 // --k8s-extended-resource); none for a backend without them.
 func (s *Service) extendedResources() map[string]int64 {
+	if s.engine == nil {
+		return nil
+	}
 	if b, ok := s.engine.Backend().(interface{ ExtendedResources() map[string]int64 }); ok {
 		return b.ExtendedResources()
 	}
