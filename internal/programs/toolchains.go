@@ -3,6 +3,7 @@ package programs
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -495,12 +496,24 @@ func seedGoCache(ctx context.Context, ex Execer, j *job) error {
 	if _, err := os.Stat(path.Join(GoCacheSeed, "README")); err != nil {
 		return nil // not installed: the first build is a cold one
 	}
-	// A failed or partial copy is still a valid cache: Go rebuilds what is
-	// missing, so only a broken sandbox is an error here. -T copies into
-	// a cache that another sandbox of the user has begun to seed.
-	argv := []string{cpBin, "-R", "-T", GoCacheSeed, cache}
+	// The copy goes to a directory of its own and is renamed into place,
+	// which works only while the cache is missing or empty: two sandboxes
+	// of a user seeding at once used to copy into the same files, so one
+	// truncated and rewrote cache files the other's go was reading (a
+	// cold batch of Go items failed now and then with "package
+	// internal/filepathlite is not in std"). The loser drops its copy and
+	// uses the winner's. A failed or partial copy is dropped too: Go
+	// rebuilds what is missing, so only a broken sandbox is an error here.
+	var b [8]byte
+	rand.Read(b[:])
+	tmp := cache + ".seed-" + hex.EncodeToString(b[:])
+	cp := cpBin + ` -R -T "$1" "$2"`
 	if j.cache != "" {
-		argv = shared([]string{cpBin, "-R", "-T", "--no-preserve=mode", GoCacheSeed, cache})
+		cp = cpBin + ` -R -T --no-preserve=mode "$1" "$2"`
+	}
+	argv := []string{"/bin/sh", "-c", cp + ` && mv -T "$2" "$3" 2>/dev/null; rm -rf "$2"`, "sh", GoCacheSeed, tmp, cache}
+	if j.cache != "" {
+		argv = shared(argv)
 	}
 	_, err := areaExec(ctx, ex, argv, nil, nil)
 	return err
