@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 )
 
@@ -38,19 +37,9 @@ import (
 // goes on in a new Pod on the same PVC, with its GPU again); the
 // session's deletion takes the PVC (here on the next start's Reap).
 func TestServeKubernetesPVC(t *testing.T) {
-	needRoot(t)
-	kubeconfig := envOr("KUBECONFIG", "/var/lib/kspike/kubeconfig")
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	kubeconfig, _, cs := testCluster(t)
 	ctx := context.Background()
-	ns := "kiln-serve-pvc-test"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
-	}
-	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	ns := testNamespace(t, cs, "kiln-serve-pvc-test")
 	class := testLocalVolume(t, cs)
 	s := newK8sServer(t, kubeconfig, ns, "--k8s-workspace", "pvc", "--k8s-storage-class", class, "--k8s-extended-resource", "example.com/fakegpu=1")
 	serve, call := s.start, s.call
@@ -212,19 +201,9 @@ func (s *k8sServer) call(method, path, body string) (int, map[string]any) {
 // works, the pool makes the next one, and a stopped kiln serve deletes
 // the warm Pod (its session's goes as the service closes it).
 func TestServeKubernetesWarmPods(t *testing.T) {
-	needRoot(t)
-	kubeconfig := envOr("KUBECONFIG", "/var/lib/kspike/kubeconfig")
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	kubeconfig, cfg, cs := testCluster(t)
 	ctx := context.Background()
-	ns := "kiln-serve-warm-test"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
-	}
-	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	ns := testNamespace(t, cs, "kiln-serve-warm-test")
 	// running lists the kiln Pods that run and are not being deleted
 	running := func() []string {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kiln"})

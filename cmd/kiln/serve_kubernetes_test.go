@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -36,19 +37,9 @@ func envOr(name, def string) string {
 // after a SIGKILL, the next kiln serve on the same data directory reaps
 // the Pods the first one left.
 func TestServeKubernetes(t *testing.T) {
-	needRoot(t)
-	kubeconfig := envOr("KUBECONFIG", "/var/lib/kspike/kubeconfig")
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	kubeconfig, _, cs := testCluster(t)
 	ctx := context.Background()
-	ns := "kiln-serve-test"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
-	}
-	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	ns := testNamespace(t, cs, "kiln-serve-test")
 	pods := func() int {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kiln"})
 		if err != nil {
@@ -155,4 +146,28 @@ func TestServeKubernetes(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "serve.log")); !regexp.MustCompile(`reaped the sandboxes a previous kiln serve left.*count=1`).Match(b) {
 		t.Errorf("the second kiln serve does not log what it reaped:\n%s", b)
 	}
+}
+
+// testCluster is the test cluster's kubeconfig, its config and a client, or the
+// test fails: scripts/k8s/ci runs these tests only with a cluster up.
+func testCluster(t *testing.T) (string, *rest.Config, *kubernetes.Clientset) {
+	t.Helper()
+	needRoot(t)
+	kubeconfig := envOr("KUBECONFIG", "/var/lib/kspike/kubeconfig")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
+	}
+	return kubeconfig, cfg, kubernetes.NewForConfigOrDie(cfg)
+}
+
+// testNamespace makes namespace ns for the test and deletes it, with
+// everything in it, when the test ends.
+func testNamespace(t *testing.T, cs *kubernetes.Clientset, ns string) string {
+	t.Helper()
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("no test cluster (scripts/k8s/up brings it up): %v", err)
+	}
+	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	return ns
 }
