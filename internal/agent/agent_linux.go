@@ -71,6 +71,22 @@ type Agent struct {
 
 	// unisolated: a plain host process (ServeUnisolated), for tests only.
 	unisolated bool
+	// clients, when set, is the connection of the current client of an
+	// agent that serves one client after another (ServeClients): the
+	// sandbox outlives a client's hang-up. shutdown: a client asked the
+	// agent to end.
+	clients  *switchWriter
+	shutdown bool
+}
+
+// hangUp is the end of the client's connection: the end of the sandbox,
+// or with clients, of what that client had running (letGo).
+func (a *Agent) hangUp() {
+	if a.clients != nil {
+		a.letGo()
+		return
+	}
+	a.killAll()
 }
 
 func newAgent(cfg protocol.AgentConfig) (*Agent, error) {
@@ -134,16 +150,17 @@ func (a *Agent) serve(in *protocol.Reader) error {
 	for {
 		m, err := in.Read()
 		if errors.Is(err, io.EOF) {
-			a.killAll()
+			a.hangUp()
 			return nil
 		}
 		if err != nil {
-			a.killAll()
+			a.hangUp()
 			return err
 		}
 		if m.Type == protocol.TShutdown {
 			a.killAll()
 			a.out.Send(m.ID, protocol.TOK, protocol.FileResult{})
+			a.shutdown = true
 			return nil
 		}
 		a.dispatch(m)

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -46,12 +47,22 @@ type Unisolated struct {
 // returns when the service hangs up. The caller's process must be
 // dedicated to it: it clears the environment and reaps every child.
 func ServeUnisolated(conn *os.File, cfg Unisolated) error {
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return err
-	}
-	os.Clearenv()
 	// The connection must not reach user processes.
 	syscall.CloseOnExec(int(conn.Fd()))
+	a, err := newUnisolated(cfg, conn)
+	if err != nil {
+		return err
+	}
+	return a.serve(protocol.NewReader(conn))
+}
+
+// newUnisolated is an unisolated agent whose messages go to out, with its
+// first spare started and its egress bridge serving.
+func newUnisolated(cfg Unisolated, out io.Writer) (*Agent, error) {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return nil, err
+	}
+	os.Clearenv()
 	a := &Agent{
 		cfg: protocol.AgentConfig{
 			Workspace: cfg.Workspace,
@@ -62,8 +73,7 @@ func ServeUnisolated(conn *os.File, cfg Unisolated) error {
 		},
 		unisolated: true,
 		cg:         &cgroups.Handles{}, // no cgroup: usage comes from rusage
-		conn:       conn,
-		out:        protocol.NewWriter(conn),
+		out:        protocol.NewWriter(out),
 		reaper:     startReaper(),
 		log:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		execs:      map[uint64]*execution{},
@@ -76,11 +86,11 @@ func ServeUnisolated(conn *os.File, cfg Unisolated) error {
 	if cfg.Egress != "" {
 		b, err := listenEgress(protocol.EgressProxyAddr, cfg.Egress)
 		if err != nil {
-			return fmt.Errorf("egress bridge: %w", err)
+			return nil, fmt.Errorf("egress bridge: %w", err)
 		}
 		go b.serve()
 	}
-	return a.serve(protocol.NewReader(conn))
+	return a, nil
 }
 
 // newPlainSpare is a spare without a process: the program itself starts

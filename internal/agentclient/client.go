@@ -8,6 +8,8 @@ package agentclient
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -83,6 +85,7 @@ func Dial(ctx context.Context, conn io.ReadWriteCloser) (*Client, error) {
 		return nil, fmt.Errorf("agent hello: %w", ctx.Err())
 	}
 	c := &Client{conn: conn, out: out, pending: map[uint64]*pending{}, done: make(chan struct{}), cells: map[uint64]bool{}}
+	c.next.Store(firstID())
 	go c.readLoop(in)
 	return c, nil
 }
@@ -208,4 +211,14 @@ func remoteError(m *protocol.Message) error {
 		return err
 	}
 	return &RemoteError{Code: e.Code, Message: e.Message}
+}
+
+// firstID is where a client's request ids start: at random, far from 0,
+// so that an agent serving one client after another (agent.ServeClients)
+// never takes what a previous client's request still sends for this
+// one's. Below 2^52, it leaves the counter nearly all of its range.
+func firstID() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:])>>12 + 1
 }

@@ -23,3 +23,20 @@ func (e *Engine) AttachSession(ctx context.Context, box backend.Sandbox, spec Se
 
 // Sandbox describes the session's sandbox, for AttachSession elsewhere.
 func (s *Session) Sandbox() backend.Sandbox { return s.sb.Sandbox }
+
+// Disconnecter is implemented by a backend whose connection to a sandbox
+// can end while the sandbox goes on, for another kiln replica to connect
+// to (the Kubernetes backend).
+type Disconnecter interface {
+	Disconnect(id string)
+}
+
+// LetGo ends this engine's connection to the session's sandbox and
+// leaves the sandbox running, for the replica the session was handed to
+// (AttachSession there). On a backend that is no Disconnecter it does
+// nothing: the connection stays, idle, until the sandbox is destroyed.
+func (s *Session) LetGo() {
+	if d, ok := s.sb.b.(Disconnecter); ok {
+		d.Disconnect(s.sb.ID)
+	}
+}

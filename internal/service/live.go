@@ -32,6 +32,7 @@ type live struct {
 	lastActive time.Time
 	ended      bool
 	endReason  string // why it ended, for a cell that was running then
+	noted      string // the sandbox last noted in the store (noteSandboxes)
 }
 
 func newLive(rec kiln.Session, path string, sess *engine.Session) *live {

@@ -28,11 +28,11 @@ import (
 //     (SharedSandboxes): the holder lets go of it once idle and this
 //     replica attaches to the same sandbox, kernels intact
 //     (replicas_handoff.go); a request that waits longer than
-//     HandoffWait is answered busy (503). On the other backends (native,
-//     Docker and Kubernetes today: a sandbox's agent has one connection,
-//     held by the process that made the sandbox) it is refused with a
-//     conflict that names the holder: no second sandbox, no proxying; a
-//     load balancer routes a session's requests to its replica.
+//     HandoffWait is answered busy (503). On the other backends (native
+//     and Docker: a sandbox's agent has one connection, held by the
+//     process that made the sandbox) it is refused with a conflict that
+//     names the holder: no second sandbox, no proxying; a load balancer
+//     routes a session's requests to its replica.
 //   - a session whose holder is gone (no heartbeat for ReplicaGone) is
 //     taken over by the replica the next request reaches, exactly once:
 //     the claim locks the session's row (postgres.Replicas).
@@ -65,6 +65,7 @@ type ReplicaStore interface {
 	Releases(ctx context.Context, me string) ([]string, error)
 	Release(ctx context.Context, me, id, sandbox string) (string, error)
 	HandedOver(ctx context.Context, me, id string) (holder, sandbox string, _ error)
+	NoteSandbox(ctx context.Context, me, id, sandbox string) error
 	Listen(ctx context.Context, me string, wake func())
 	// The per-user cap across replicas (replicas_slots.go).
 	TakeUserSlot(ctx context.Context, me, userID, id string, perUser int, gone time.Duration) (bool, error)
@@ -155,6 +156,7 @@ func (s *Service) heartbeat() {
 			s.log.Error("replica heartbeat", "err", err)
 		}
 		s.dropLost(ctx)
+		s.noteSandboxes(ctx)
 		s.wakeHandoffs() // in case a request's notification was lost
 		s.sweepSlots(ctx)
 		s.resumeOrphanBatches(ctx)
@@ -226,10 +228,11 @@ func (s *Service) takeOver(ctx context.Context, ownerID, id string) (*live, erro
 		return l, nil // a concurrent request here took it over first
 	}
 	if s.handoffs() {
-		// Handed over to a request here that stopped waiting before it
-		// saw the handoff: the sandbox left for it is attached now.
+		// The sandbox its gone holder last noted (noteSandboxes), or one
+		// handed over to a request here that stopped waiting before it
+		// saw the handoff: attached now, with its kernels' state.
 		if _, box, err := s.cfg.Replicas.HandedOver(ctx, s.replica, id); err == nil && box != "" {
-			return s.attach(ctx, ownerID, id, box)
+			return s.attachTakenOver(ctx, ownerID, id, box)
 		}
 	}
 	rec, err := s.store.Session(ctx, ownerID, id)
@@ -283,8 +286,11 @@ func (s *Service) expireReplicas(now time.Time, idle []*live) {
 	for _, r := range reaped {
 		if l := s.lookup(r.ID); l != nil {
 			s.dropEnded(ctx, l, ReasonIdle)
-		} else if s.ws.Exists(r.ID) {
-			s.ws.Remove(r.ID)
+		} else {
+			if s.ws.Exists(r.ID) {
+				s.ws.Remove(r.ID)
+			}
+			s.destroyLeft(ctx, r.ID, r.Sandbox)
 		}
 		s.metrics.SessionEnded("idle")
 		s.audit(ctx, store.AuditEntry{UserID: r.UserID, Action: "session.end", SessionID: r.ID, Outcome: ReasonIdle,
@@ -325,7 +331,11 @@ func (s *Service) dropLost(ctx context.Context) {
 		return
 	}
 	for _, id := range lost {
-		if l := s.lookup(id); l != nil {
+		if l := s.lookup(id); l != nil && s.handoffs() {
+			// The new holder attaches to the same sandbox: let go of it.
+			s.log.Warn("session held by another replica now; this one lets go of its sandbox", "session", id)
+			s.letGoLost(ctx, l)
+		} else if l != nil {
 			s.log.Warn("session held by another replica now; its sandbox here stops", "session", id)
 			s.dropEnded(ctx, l, ReasonTakenOver)
 		}

@@ -229,6 +229,9 @@ func (s *Service) releaseOne(ctx context.Context, id string) bool {
 		}
 		return true
 	}
+	if sess != nil {
+		sess.LetGo() // the new holder connects to it
+	}
 	if l != nil {
 		// The sandbox keeps running for the new holder; its streams here
 		// end and its egress session goes (the new holder's policy rules).

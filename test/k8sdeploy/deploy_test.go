@@ -154,7 +154,7 @@ func TestDeployKustomize(t *testing.T) {
 	// The RBAC: Pods and exec streams in the sandbox namespace, nothing in its own.
 	sa := "system:serviceaccount:" + ns + ":kiln"
 	for _, c := range []struct{ verb, resource, ns, want string }{
-		{"create", "pods", sb, "yes"}, {"create", "pods/exec", sb, "yes"}, {"delete", "pods", sb, "yes"},
+		{"create", "pods", sb, "yes"}, {"create", "pods/exec", sb, "yes"}, {"delete", "pods", sb, "yes"}, {"patch", "pods", sb, "yes"},
 		{"create", "networkpolicies.networking.k8s.io", sb, "yes"}, {"get", "secrets", sb, "no"},
 		{"create", "pods", ns, "no"}, {"list", "secrets", ns, "no"}, {"create", "pods", "default", "no"},
 	} {

@@ -243,8 +243,9 @@ func TestReplicasShareCPUBudget(t *testing.T) {
 	if x, err := cb.Exec(ctx, sb.ID, client.ExecRequest{Code: "true"}); err != nil || x.Status != "ok" {
 		t.Fatalf("a first cell on B: %+v %v", x, err)
 	}
-	// Burn over a CPU-second on A.
-	if x, err := ca.Exec(ctx, sa.ID, client.ExecRequest{Code: `end=$((SECONDS+3)); while [ $SECONDS -lt $end ]; do :; done`}); err != nil || x.Status != "ok" {
+	// Burn over a CPU-second on A: a count, not a wall-clock span, which
+	// a loaded machine filled with less than a CPU-second (load 47).
+	if x, err := ca.Exec(ctx, sa.ID, client.ExecRequest{Code: `i=0; while [ $i -lt 2500000 ]; do i=$((i+1)); done`}); err != nil || x.Status != "ok" {
 		t.Fatalf("the burning cell on A: %+v %v", x, err)
 	}
 	_, err = cb.Exec(ctx, sb.ID, client.ExecRequest{Code: "true"})

@@ -30,10 +30,7 @@ func init() {
 // and no capabilities), so it must be out of user code's reach by other
 // means than a uid (protectPID1).
 func runAgent(config string) int {
-	if os.Getpid() == 1 {
-		protectPID1()
-	}
-	reserveThreads(spareThreads)
+	PrepareAgent()
 	var cfg agent.Unisolated
 	if err := json.Unmarshal([]byte(config), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "kiln container agent: %v\n", err)
@@ -61,6 +58,17 @@ func runAgent(config string) int {
 		return 1
 	}
 	return 0
+}
+
+// PrepareAgent readies a container's agent, before it serves: out of
+// user code's reach when it is PID 1 (protectPID1), with its spare
+// threads made (reserveThreads). The Kubernetes backend's Pod agent is
+// one too.
+func PrepareAgent() {
+	if os.Getpid() == 1 {
+		protectPID1()
+	}
+	reserveThreads(spareThreads)
 }
 
 // protectPID1 puts the agent, the container's PID 1, out of reach of

@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -260,7 +261,7 @@ func (b *Backend) Reap(ctx context.Context) (int, error) {
 	return len(ids), nil
 }
 
-// CreateSandbox creates the Pod, waits for it to run, execs the agent in
+// CreateSandbox creates the Pod, waits for it to run, reaches the agent in
 // it and returns once the agent answers.
 func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backend.Sandbox, err error) {
 	if b.opt.Image == "" {
@@ -305,11 +306,11 @@ func (b *Backend) CreateSandbox(ctx context.Context, spec backend.Spec) (_ backe
 	return backend.Sandbox{ID: id}, nil
 }
 
-// start creates a Pod, waits for it to run, execs the agent in it and
+// start creates a Pod, waits for it to run, reaches the agent in it and
 // returns once the agent answers and the Pod is cut off the network.
 func (b *Backend) start(ctx context.Context, id string, lim kiln.Limits, extended map[string]int64, claim string, env []string) (_ string, _ *agentclient.Client, err error) {
 	pods := b.cs.CoreV1().Pods(b.opt.Namespace)
-	if _, err := pods.Create(ctx, b.pod(id, lim, extended, claim), metav1.CreateOptions{}); err != nil {
+	if _, err := pods.Create(ctx, b.pod(id, lim, extended, claim, env), metav1.CreateOptions{}); err != nil {
 		return "", nil, kiln.Wrap(kiln.SandboxError, err, "cannot create the Pod")
 	}
 	defer func() {
@@ -320,23 +321,34 @@ func (b *Backend) start(ctx context.Context, id string, lim kiln.Limits, extende
 	if err := b.waitRunning(ctx, id, extended); err != nil {
 		return "", nil, err
 	}
-	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), env...)})
-	conn, err := b.exec(id, []string{"/kiln", docker.AgentArg, string(cfg)})
+	c, err := b.dial(ctx, id)
 	if err != nil {
 		return "", nil, err
-	}
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	c, err := agentclient.Dial(dctx, conn)
-	if err != nil {
-		conn.Close()
-		return "", nil, kiln.Wrap(kiln.SandboxError, fmt.Errorf("%w; agent said: %s", err, conn.stderr()), "the agent failed to start")
 	}
 	if err := b.isolated(ctx, c); err != nil {
 		c.Close()
 		return "", nil, err
 	}
 	return id, c, nil
+}
+
+// dial reaches the agent of a running Pod: an exec stream runs the
+// bridge (BridgeArg) there, and the agent's hello comes through it. The
+// agent serves the newest of kiln's connections, so dialling takes a
+// sandbox from another replica.
+func (b *Backend) dial(ctx context.Context, id string) (*agentclient.Client, error) {
+	conn, err := b.exec(id, []string{"/kiln", BridgeArg})
+	if err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, bridgeWait+5*time.Second)
+	defer cancel()
+	c, err := agentclient.Dial(dctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, kiln.Wrap(kiln.SandboxError, fmt.Errorf("%w; the Pod said: %s", err, conn.stderr()), "cannot reach the sandbox's agent")
+	}
+	return c, nil
 }
 
 // isolated waits until the sandbox cannot reach the API server, before
@@ -368,13 +380,31 @@ func (b *Backend) isolated(ctx context.Context, c *agentclient.Client) error {
 	}
 }
 
-// pod is the sandbox's Pod: the security context, requests equal
-// to limits (Guaranteed QoS), sizes from the session's limits, and the
-// extended resources (GPUs) it asked for, which Kubernetes takes only
-// with requests equal to limits. The workspace is the PVC claim, or with
-// none an emptyDir.
-func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64, claim string) *corev1.Pod {
-	uid := int64(docker.UID)
+// linkRequests and linkLimits are the link container's: its bridges only
+// copy bytes. It asks for no CPU, so that a sandbox takes from a node's
+// allocatable CPU just what its limits say (two 1-CPU sandboxes fit 2
+// CPUs); that makes the Pod's QoS class Burstable rather than Guaranteed,
+// with the sandbox container's requests still equal to its limits.
+var (
+	linkRequests = corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("0"),
+		corev1.ResourceMemory: resource.MustParse("32Mi"),
+	}
+	linkLimits = corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("100m"),
+		corev1.ResourceMemory: resource.MustParse("32Mi"),
+	}
+)
+
+// pod is the sandbox's Pod: the security context, the sandbox
+// container's requests equal to its limits, sizes from the session's
+// limits, and the extended resources (GPUs) it asked for, which
+// Kubernetes takes only with requests equal to limits. The workspace is
+// the PVC claim, or with none an emptyDir. The link container holds the
+// bridges (agent_linux.go).
+func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64, claim string, env []string) *corev1.Pod {
+	uid, link := int64(docker.UID), int64(linkUID)
+	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), env...)})
 	yes, no := true, false
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewMilliQuantity(lim.CPUMillis, resource.DecimalSI),
@@ -418,12 +448,29 @@ func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64, cla
 				Name:            "sandbox",
 				Image:           b.opt.Image,
 				ImagePullPolicy: b.opt.PullPolicy,
-				Command:         []string{"/kiln", HoldArg},
+				Command:         []string{"/kiln", AgentArg, string(cfg)},
 				WorkingDir:      "/workspace",
 				Resources:       corev1.ResourceRequirements{Requests: res, Limits: res},
 				VolumeMounts:    mounts,
 				SecurityContext: &corev1.SecurityContext{
 					RunAsNonRoot:             &yes,
+					AllowPrivilegeEscalation: &no,
+					ReadOnlyRootFilesystem:   &yes,
+					Privileged:               &no,
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}, {
+				// The bridges' container (agent_linux.go): another uid,
+				// another pid namespace, nothing mounted but the image.
+				Name:            "link",
+				Image:           b.opt.Image,
+				ImagePullPolicy: b.opt.PullPolicy,
+				Command:         []string{"/kiln", LinkArg},
+				Resources:       corev1.ResourceRequirements{Requests: linkRequests, Limits: linkLimits},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot:             &yes,
+					RunAsUser:                &link,
+					RunAsGroup:               &link,
 					AllowPrivilegeEscalation: &no,
 					ReadOnlyRootFilesystem:   &yes,
 					Privileged:               &no,
@@ -499,11 +546,11 @@ func lacking(msg string, extended map[string]int64) string {
 	return ""
 }
 
-// exec starts argv in the Pod with its stdin and stdout as the returned
+// exec starts argv in the Pod's link container with its stdin and stdout as the returned
 // connection. The stream lives until Close.
 func (b *Backend) exec(id string, argv []string) (*execConn, error) {
 	req := b.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(b.opt.Namespace).Name("kiln-"+id).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: "sandbox", Command: argv, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		VersionedParams(&corev1.PodExecOptions{Container: "link", Command: argv, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	ex, err := remotecommand.NewWebSocketExecutor(b.cfg, "GET", req.URL().String())
 	if err != nil {
 		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot open an exec stream to the Pod")
@@ -533,17 +580,86 @@ func baseEnv() []string {
 	}
 }
 
-// Connect returns the client of the sandbox's agent, the one
-// CreateSandbox made.
+// Connect returns the client of the sandbox's agent: the one this
+// backend holds, else a new connection, which takes the sandbox from the
+// kiln replica that held it (SharedSandboxes). A Pod reached so becomes
+// this backend's: its owner label is set to this owner's, so that the
+// replica that made it does not reap it when it restarts.
 func (b *Backend) Connect(ctx context.Context, id string) (*agentclient.Client, error) {
 	b.mu.Lock()
 	c := b.conns[id]
 	b.mu.Unlock()
-	if c == nil {
-		return nil, kiln.Errorf(kiln.NotFound, "no sandbox %q", id)
+	if c != nil {
+		return c, nil
 	}
+	if err := b.adopt(ctx, id); err != nil {
+		return nil, err
+	}
+	c, err := b.dial(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if prev := b.conns[id]; prev != nil { // a concurrent Connect won
+		go c.Close()
+		return prev, nil
+	}
+	b.conns[id] = c
 	return c, nil
 }
+
+// adopt checks that id is a running sandbox Pod of kiln's in the
+// namespace and gives it this backend's owner label.
+func (b *Backend) adopt(ctx context.Context, id string) error {
+	if !validID(id) {
+		return kiln.Errorf(kiln.NotFound, "no sandbox %q", id)
+	}
+	pods := b.cs.CoreV1().Pods(b.opt.Namespace)
+	p, err := pods.Get(ctx, "kiln-"+id, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return kiln.Errorf(kiln.NotFound, "no sandbox %q: its Pod is gone", id)
+	case err != nil:
+		return kiln.Wrap(kiln.SandboxError, err, "cannot look up the sandbox's Pod")
+	case p.Labels[labelManaged] != "kiln" || p.Labels[labelBackend] != "kubernetes" || p.Labels[labelSandbox] != id:
+		return kiln.Errorf(kiln.NotFound, "no sandbox %q: Pod %s is not a kiln sandbox", id, p.Name)
+	case p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning:
+		return kiln.Errorf(kiln.NotFound, "no sandbox %q: its Pod is %s", id, p.Status.Phase)
+	case b.owner == "" || p.Labels[labelOwner] == b.owner:
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{labelOwner: b.owner}}})
+	if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return kiln.Wrap(kiln.SandboxError, err, "cannot label the sandbox's Pod as this kiln's")
+	}
+	return nil
+}
+
+// validID says whether id is one newID makes: it becomes part of a Pod's
+// name.
+func validID(id string) bool {
+	if len(id) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil && strings.ToLower(id) == id
+}
+
+// Disconnect closes this backend's connection to the sandbox and leaves
+// the sandbox running, for the replica it was handed to.
+func (b *Backend) Disconnect(id string) {
+	b.mu.Lock()
+	c := b.conns[id]
+	delete(b.conns, id)
+	b.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+// SharedSandboxes: any replica's backend reaches any sandbox (Connect).
+func (b *Backend) SharedSandboxes() bool { return true }
 
 // DestroySandbox deletes the Pod (and so its emptyDir workspace); one
 // that is gone is not an error.

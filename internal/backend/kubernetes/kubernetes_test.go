@@ -132,7 +132,7 @@ func TestReapByLabel(t *testing.T) {
 	}
 	defer other.DestroySandbox(ctx, theirs.ID)
 	// A Pod kiln did not make: the same image, none of kiln's labels.
-	stranger := b.pod("stranger", kiln.DefaultLimits(), nil, "")
+	stranger := b.pod("stranger", kiln.DefaultLimits(), nil, "", nil)
 	stranger.Labels = map[string]string{"app": "not-kiln"}
 	pods := b.cs.CoreV1().Pods(b.opt.Namespace)
 	if _, err := pods.Create(ctx, stranger, metav1.CreateOptions{}); err != nil {
@@ -461,6 +461,19 @@ func localVolume(t *testing.T, b *Backend) string {
 			t.Errorf("deleting the test's PV %s: %v", name, err)
 		}
 	})
+	// The scheduler must know the volume before a claim looks for one:
+	// kiln fails a claim that finds no free volume at once. Wait for the
+	// PV controller to call it Available, and a moment more for the
+	// scheduler's own view (a failed run found none 70 ms in).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if got, err := b.cs.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{}); err == nil && got.Status.Phase == corev1.VolumeAvailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the test's PV %s never became Available", name)
+		}
+	}
+	time.Sleep(time.Second)
 	return name
 }
 

@@ -12,7 +12,7 @@ import (
 // runtimes come in the image), no host namespaces.
 func TestPodHasNoHostPath(t *testing.T) {
 	b := &Backend{opt: Options{Namespace: "default", Image: ImageRepository + ":0123456789abcdef0123"}}
-	p := b.pod("0123456789abcdef", kiln.DefaultLimits(), nil, "")
+	p := b.pod("0123456789abcdef", kiln.DefaultLimits(), nil, "", nil)
 	for _, v := range p.Spec.Volumes {
 		if v.HostPath != nil {
 			t.Errorf("volume %q is a hostPath of %s", v.Name, v.HostPath.Path)
@@ -38,7 +38,7 @@ func TestWorkspaceKindInvalid(t *testing.T) {
 // With a PVC the workspace volume is the claim, still no hostPath.
 func TestPodWorkspaceClaim(t *testing.T) {
 	b := &Backend{opt: Options{Namespace: "default", Image: ImageRepository + ":0123456789abcdef0123", Workspace: WorkspacePVC}}
-	p := b.pod("0123456789abcdef", kiln.DefaultLimits(), nil, "kiln-ws-x")
+	p := b.pod("0123456789abcdef", kiln.DefaultLimits(), nil, "kiln-ws-x", nil)
 	for _, v := range p.Spec.Volumes {
 		if v.HostPath != nil {
 			t.Errorf("volume %q is a hostPath", v.Name)

@@ -11,7 +11,7 @@ import (
 )
 
 // warmPool keeps Pods ready ahead of CreateSandbox (Options.WarmPods):
-// each started, with its agent exec'd and its isolation checked, so that
+// each started, with its agent reached and its isolation checked, so that
 // a claim costs a ping instead of a Pod's start. Each of its workers
 // makes one sandbox and offers it until a claim takes it, then makes the
 // next: the pool refills by itself and never holds more than its size.

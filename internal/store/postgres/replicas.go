@@ -164,7 +164,9 @@ func (r *Replicas) Held(ctx context.Context, me string) (map[string]bool, error)
 }
 
 // Reaped is a session ended by ReapIdle.
-type Reaped struct{ ID, UserID string }
+// Reaped is a session ReapIdle ended, with the sandbox last noted for it
+// (NoteSandbox, Release; "" for none).
+type Reaped struct{ ID, UserID, Sandbox string }
 
 // ReapIdle ends, with reason, the sessions ids that me holds and has
 // found idle (it alone knows whether a cell runs), and the active sessions
@@ -181,7 +183,7 @@ func (r *Replicas) ReapIdle(ctx context.Context, me string, ids []string, reason
 		return nil, fmt.Errorf("reap: %w", err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT s.id, s.user_id FROM sessions s
+	rows, err := tx.QueryContext(ctx, `SELECT s.id, s.user_id, s.sandbox FROM sessions s
 		LEFT JOIN replicas r ON r.id = s.replica_id
 		WHERE s.status = $1 AND ((s.replica_id = $3 AND s.id = ANY($5))
 		OR (s.last_active + s.idle_ttl < $2 AND s.replica_id <> $3
@@ -193,7 +195,7 @@ func (r *Replicas) ReapIdle(ctx context.Context, me string, ids []string, reason
 	var out []Reaped
 	for rows.Next() {
 		var x Reaped
-		if err := rows.Scan(&x.ID, &x.UserID); err != nil {
+		if err := rows.Scan(&x.ID, &x.UserID, &x.Sandbox); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("reap: %w", err)
 		}
@@ -406,6 +408,17 @@ func (r *Replicas) Release(ctx context.Context, me, id, sandbox string) (to stri
 		return "", fmt.Errorf("release session: %w", err)
 	}
 	return to, nil
+}
+
+// NoteSandbox records sandbox (its description) as the one of session
+// id while me holds it, for the replica that takes the session over
+// should me die: HandedOver gives it to that replica.
+func (r *Replicas) NoteSandbox(ctx context.Context, me, id, sandbox string) error {
+	if _, err := r.db.ExecContext(ctx, `UPDATE sessions SET sandbox = $3 WHERE id = $1 AND replica_id = $2 AND status = $4`,
+		id, me, sandbox, string(store.SessionActive)); err != nil {
+		return fmt.Errorf("note sandbox: %w", err)
+	}
+	return nil
 }
 
 // HandedOver returns the holder of active session id and the sandbox its
