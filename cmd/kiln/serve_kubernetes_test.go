@@ -57,10 +57,7 @@ func TestServeKubernetes(t *testing.T) {
 	// The workspace root's parents must be searchable by the sandbox users.
 	os.Chmod(filepath.Dir(dir), 0o711)
 	os.Chmod(dir, 0o711)
-	bin := filepath.Join(dir, "kiln")
-	if out, err := exec.Command("go", "build", "-tags", "kubernetes", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags kubernetes: %v\n%s", err, out)
-	}
+	bin := buildKubeKiln(t, dir)
 	data := filepath.Join(dir, "data")
 	os.Mkdir(data, 0o711)
 	// Runs after the servers are killed and before the directory goes: a
@@ -74,38 +71,8 @@ func TestServeKubernetes(t *testing.T) {
 		}
 	})
 	serve := func() (*exec.Cmd, string) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		cmd := exec.Command(bin, "serve", "--backend", "kubernetes", "--kubeconfig", kubeconfig, "--namespace", ns,
-			"--k8s-containerd", envOr("KILN_K8S_CONTAINERD", "/run/kspike/containerd.sock"),
-			"--data", data, "--listen", addr, "--pool", "0", "--run-pool", "0", "--admin-key-file", filepath.Join(dir, "admin.key"))
-		log, _ := os.Create(filepath.Join(dir, "serve.log"))
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-		for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-			if c, err := net.Dial("tcp", addr); err == nil {
-				c.Close()
-				return cmd, addr
-			}
-			select {
-			case <-exited:
-				deadline = time.Time{}
-			default:
-			}
-			if time.Now().After(deadline) {
-				b, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
-				t.Fatalf("kiln serve --backend kubernetes did not start:\n%s", b)
-			}
-		}
+		return kubeServe(t, bin, filepath.Join(dir, "serve.log"), "--kubeconfig", kubeconfig, "--namespace", ns,
+			"--data", data, "--admin-key-file", filepath.Join(dir, "admin.key"))
 	}
 	first, addr := serve()
 	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
@@ -145,6 +112,55 @@ func TestServeKubernetes(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "serve.log")); !regexp.MustCompile(`reaped the sandboxes a previous kiln serve left.*count=1`).Match(b) {
 		t.Errorf("the second kiln serve does not log what it reaped:\n%s", b)
+	}
+}
+
+// buildKubeKiln builds kiln with the Kubernetes backend into dir.
+func buildKubeKiln(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "kiln")
+	if out, err := exec.Command("go", "build", "-tags", "kubernetes", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags kubernetes: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// kubeServe starts kiln serve --backend kubernetes (bin) on a free
+// port with args, its output in logPath, killed when the test ends, and
+// returns once it listens.
+func kubeServe(t *testing.T, bin, logPath string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, append([]string{"serve", "--backend", "kubernetes",
+		"--k8s-containerd", envOr("KILN_K8S_CONTAINERD", "/run/kspike/containerd.sock"),
+		"--listen", addr, "--pool", "0", "--run-pool", "0"}, args...)...)
+	log, _ := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return cmd, addr
+		}
+		select {
+		case <-exited:
+			deadline = time.Time{}
+		default:
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("kiln serve --backend kubernetes did not start:\n%s", b)
+		}
 	}
 }
 
