@@ -31,7 +31,7 @@ func TestMain(m *testing.M) { os.Exit(testkiln.Main(m, "replicabench", &kilnBin)
 
 const (
 	conc     = 8  // clients at once, each its own user
-	rounds   = 5  // of each figure with 1 and with 2 replicas, alternating
+	rounds   = 7  // of each figure with 1 and with 2 replicas, alternating
 	runsPer  = 64 // POST /v1/run one-shots per round
 	sessPer  = 3  // sessions each client creates per round
 	cellsPer = 40 // x += 1 cells per client per round
