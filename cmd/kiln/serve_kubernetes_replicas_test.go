@@ -22,7 +22,8 @@ import (
 // (handed over, not refused), with the kernel's state; B is SIGKILLed in
 // the middle of a streamed cell, and A, once B's heartbeat is stale,
 // takes the session over on the same Pod, kernel state intact, the cut
-// cell recorded as interrupted. One sandbox Pod throughout.
+// cell recorded as interrupted, and the Pod of a one-shot run B was
+// serving is destroyed by A. One session Pod throughout.
 func TestServeKubernetesReplicas(t *testing.T) {
 	kubeconfig, _, cs := testCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -89,7 +90,14 @@ func TestServeKubernetesReplicas(t *testing.T) {
 		t.Errorf("Pods after the handoff: %v; want the same one, %v", got, box)
 	}
 
-	// B dies in the middle of a streamed cell.
+	// B dies in the middle of a streamed cell, and of a one-shot run
+	// whose Pod no session will take over.
+	go cb.Run(ctx, client.RunRequest{Language: "python", Code: "import time; time.sleep(300)"})
+	for deadline := time.Now().Add(time.Minute); len(pods()) < 2; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the one-shot run on B made no Pod: %v\n%s", pods(), logs())
+		}
+	}
 	started := make(chan string, 1)
 	streamed := make(chan error, 1)
 	go func() {
@@ -135,8 +143,16 @@ func TestServeKubernetesReplicas(t *testing.T) {
 	if e := h.Executions[2]; e.ID != cut || e.Status != "interrupted" {
 		t.Errorf("the cell cut off with B (%s): %+v; want it interrupted", cut, e)
 	}
-	if got := pods(); len(got) != 1 || got[0] != box[0] {
-		t.Errorf("Pods after the takeover: %v; want the same one, %v", got, box)
+	// A destroys the run's Pod once B has been gone for twice
+	// --replica-gone; the session's stays.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		got := pods()
+		if len(got) == 1 && got[0] == box[0] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Pods a minute after B died: %v; want only the session's %v\n%s", got, box, logs())
+		}
 	}
 	if err := ca.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)

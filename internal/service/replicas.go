@@ -66,6 +66,8 @@ type ReplicaStore interface {
 	Release(ctx context.Context, me, id, sandbox string) (string, error)
 	HandedOver(ctx context.Context, me, id string) (holder, sandbox string, _ error)
 	NoteSandbox(ctx context.Context, me, id, sandbox string) error
+	Gone(ctx context.Context, ids []string, gone time.Duration) ([]string, error)
+	NotedSandboxes(ctx context.Context) ([]string, error)
 	Listen(ctx context.Context, me string, wake func())
 	// The per-user cap across replicas (replicas_slots.go).
 	TakeUserSlot(ctx context.Context, me, userID, id string, perUser int, gone time.Duration) (bool, error)
@@ -135,6 +137,9 @@ func (s *Service) joinReplicas(ctx context.Context) error {
 	if err := s.cfg.Replicas.Heartbeat(ctx, id, s.cfg.ReplicaAddr, true); err != nil {
 		return kiln.Wrap(kiln.Unavailable, err, "cannot register this replica in the store")
 	}
+	if b, ok := s.engine.Backend().(replicaSandboxes); ok && s.handoffs() {
+		b.SetReplica(id)
+	}
 	s.log.Info("replica registered", "replica", id, "gone_after", s.cfg.ReplicaGone)
 	return nil
 }
@@ -145,6 +150,7 @@ func (s *Service) heartbeat() {
 	defer s.done.Done()
 	t := time.NewTicker(s.cfg.ReplicaGone / 4)
 	defer t.Stop()
+	beat := 0
 	for {
 		select {
 		case <-s.stop:
@@ -157,6 +163,9 @@ func (s *Service) heartbeat() {
 		}
 		s.dropLost(ctx)
 		s.noteSandboxes(ctx)
+		if beat++; beat%4 == 0 {
+			s.sweepOrphans(ctx)
+		}
 		s.wakeHandoffs() // in case a request's notification was lost
 		s.sweepSlots(ctx)
 		s.resumeOrphanBatches(ctx)

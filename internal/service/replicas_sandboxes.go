@@ -14,8 +14,11 @@ import (
 // kernels intact (attachTakenOver); a holder that finds it lost a session
 // lets go of the sandbox rather than destroying it under the new holder
 // (letGoLost); and the sandbox of a session ended while its holder was
-// gone is destroyed by the replica that ended it (destroyLeft), so no Pod
-// is left behind by a replica that never comes back.
+// gone is destroyed by the replica that ended it (destroyLeft); and the
+// sandboxes of a replica gone for twice --replica-gone that no session
+// will attach to (a one-shot run's, a session's not noted yet) are
+// destroyed by the others (sweepOrphans). So no Pod is left behind by a
+// replica that never comes back, as a replaced kiln Pod does not.
 
 // noteSandboxes records in the store the sandbox of each session held
 // here whose sandbox changed since it was last noted.
@@ -108,5 +111,66 @@ func (s *Service) destroyLeft(ctx context.Context, id, box string) {
 	}
 	if err := s.engine.Backend().DestroySandbox(ctx, sb.ID); err != nil {
 		s.log.Error("destroy the sandbox of a gone replica's session", "session", id, "sandbox", sb.ID, "err", err)
+	}
+}
+
+// replicaSandboxes is a SharedSandboxes backend that labels its
+// sandboxes with the replica using them (the Kubernetes backend).
+type replicaSandboxes interface {
+	SetReplica(id string)
+	SandboxesByReplica(ctx context.Context) (map[string][]string, error)
+}
+
+// sweepOrphans destroys the sandboxes of replicas gone for twice
+// --replica-gone that no active session notes: nothing will attach to
+// them. Only replicas of this store's are looked at: a Pod of another
+// kiln's replica, on another database, is left alone. Twice, so that a replica whose heartbeats are only late keeps its
+// sandboxes (it lets go of the sessions taken over meanwhile: dropLost).
+// Every replica sweeps; a sandbox destroyed twice is no error.
+func (s *Service) sweepOrphans(ctx context.Context) {
+	b, ok := s.engine.Backend().(replicaSandboxes)
+	if !ok || !s.handoffs() {
+		return
+	}
+	byReplica, err := b.SandboxesByReplica(ctx)
+	if err != nil {
+		s.log.Error("list the replicas' sandboxes", "err", err)
+		return
+	}
+	delete(byReplica, s.replica)
+	others := make([]string, 0, len(byReplica))
+	for r := range byReplica {
+		others = append(others, r)
+	}
+	gone, err := s.cfg.Replicas.Gone(ctx, others, 2*s.cfg.ReplicaGone)
+	if err != nil || len(gone) == 0 {
+		if err != nil {
+			s.log.Error("gone replicas", "err", err)
+		}
+		return
+	}
+	boxes, err := s.cfg.Replicas.NotedSandboxes(ctx)
+	if err != nil {
+		s.log.Error("noted sandboxes", "err", err)
+		return
+	}
+	noted := map[string]bool{}
+	for _, box := range boxes {
+		var sb backend.Sandbox
+		if json.Unmarshal([]byte(box), &sb) == nil {
+			noted[sb.ID] = true
+		}
+	}
+	for _, r := range gone {
+		for _, id := range byReplica[r] {
+			if noted[id] {
+				continue
+			}
+			if err := s.engine.Backend().DestroySandbox(ctx, id); err != nil {
+				s.log.Error("destroy a gone replica's sandbox", "replica", r, "sandbox", id, "err", err)
+				continue
+			}
+			s.log.Info("destroyed a gone replica's sandbox that no session uses", "replica", r, "sandbox", id)
+		}
 	}
 }

@@ -42,6 +42,10 @@ const (
 	labelBackend = "dev.kiln.backend"
 	labelSandbox = "dev.kiln.sandbox"
 	labelOwner   = "dev.kiln.owner"
+	// labelReplica names the kiln replica using the sandbox, when kiln
+	// runs as replicas (SetReplica): another replica destroys the Pods of
+	// one that is gone and that no session will take over.
+	labelReplica = "dev.kiln.replica"
 )
 
 // policyName is the namespace's default-deny NetworkPolicy for sandbox Pods.
@@ -82,6 +86,9 @@ type Backend struct {
 	cs    kubernetes.Interface
 	opt   Options
 	owner string
+	// replica is the kiln replica's id (SetReplica), on every Pod's
+	// labelReplica; "" without replicas.
+	replica string
 	// apiServer is the API server's address from a Pod (host, port), or
 	// nil when kiln cannot tell it: isolated checks against it.
 	apiServer []string
@@ -194,7 +201,36 @@ func (b *Backend) labels(id string) map[string]string {
 	if b.owner != "" {
 		l[labelOwner] = b.owner
 	}
+	if b.replica != "" {
+		l[labelReplica] = b.replica
+	}
 	return l
+}
+
+// SetReplica names the kiln replica this backend serves (a label value:
+// letters, digits, '-', '_' and '.', at most 63), before it makes any
+// sandbox.
+func (b *Backend) SetReplica(id string) {
+	if len(id) <= 63 && strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == "" {
+		b.replica = id
+	}
+}
+
+// SandboxesByReplica returns the sandboxes of every kiln replica in the
+// namespace, by the replica labelReplica names (Pods without one are
+// left out: they are no replica's), not those being deleted.
+func (b *Backend) SandboxesByReplica(ctx context.Context) (map[string][]string, error) {
+	res, err := b.cs.CoreV1().Pods(b.opt.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelManaged + "=kiln," + labelBackend + "=kubernetes," + labelReplica})
+	if err != nil {
+		return nil, kiln.Wrap(kiln.SandboxError, err, "cannot list Pods")
+	}
+	out := map[string][]string{}
+	for _, p := range res.Items {
+		if id, r := p.Labels[labelSandbox], p.Labels[labelReplica]; id != "" && r != "" && p.DeletionTimestamp == nil {
+			out[r] = append(out[r], id)
+		}
+	}
+	return out, nil
 }
 
 func (b *Backend) selector() string {
@@ -626,10 +662,16 @@ func (b *Backend) adopt(ctx context.Context, id string) error {
 		return kiln.Errorf(kiln.NotFound, "no sandbox %q: Pod %s is not a kiln sandbox", id, p.Name)
 	case p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning:
 		return kiln.Errorf(kiln.NotFound, "no sandbox %q: its Pod is %s", id, p.Status.Phase)
-	case b.owner == "" || p.Labels[labelOwner] == b.owner:
+	case p.Labels[labelOwner] == b.owner && p.Labels[labelReplica] == b.replica:
 		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{labelOwner: b.owner}}})
+	labels := map[string]any{labelOwner: b.owner, labelReplica: b.replica}
+	for k, v := range labels {
+		if v == "" {
+			labels[k] = nil // a merge patch's null removes the label
+		}
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
 	if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return kiln.Wrap(kiln.SandboxError, err, "cannot label the sandbox's Pod as this kiln's")
 	}

@@ -421,6 +421,49 @@ func (r *Replicas) NoteSandbox(ctx context.Context, me, id, sandbox string) erro
 	return nil
 }
 
+// Gone returns those of ids (replica ids) that have a row here and have
+// not heartbeaten within gone. An id without a row is left out: it may
+// be a replica of another kiln, on another database.
+func (r *Replicas) Gone(ctx context.Context, ids []string, gone time.Duration) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := r.db.QueryContext(ctx, `SELECT id FROM replicas WHERE id = ANY($1) AND heartbeat <= now() - make_interval(secs => $2) ORDER BY id`, ids, secs(gone))
+	if err != nil {
+		return nil, fmt.Errorf("gone replicas: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("gone replicas: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// NotedSandboxes returns the sandboxes noted for active sessions
+// (NoteSandbox, Release): a replica taking a session over attaches to
+// them.
+func (r *Replicas) NotedSandboxes(ctx context.Context) ([]string, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT sandbox FROM sessions WHERE status = $1 AND sandbox <> ''`, string(store.SessionActive))
+	if err != nil {
+		return nil, fmt.Errorf("noted sandboxes: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var box string
+		if err := rows.Scan(&box); err != nil {
+			return nil, fmt.Errorf("noted sandboxes: %w", err)
+		}
+		out = append(out, box)
+	}
+	return out, rows.Err()
+}
+
 // HandedOver returns the holder of active session id and the sandbox its
 // last holder left for it ("" for none), and clears the latter when me
 // is the holder: a sandbox is attached to once.

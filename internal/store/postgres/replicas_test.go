@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -390,5 +391,61 @@ func BenchmarkUserSlot(b *testing.B) {
 		if err := r.ReleaseUserSlot(ctx, "cell"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Gone names the replicas of this store whose heartbeat is stale, not
+// live ones and not ids it has no row for (another kiln's); NotedSandboxes
+// gives the sandboxes noted for active sessions only.
+func TestReplicaGoneAndNotedSandboxes(t *testing.T) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, freshDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := postgres.NewReplicas(s)
+	for _, id := range []string{"stale", "live"} {
+		if err := r.Heartbeat(ctx, id, "", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.SQL().ExecContext(ctx, `UPDATE replicas SET heartbeat = now() - interval '1 minute' WHERE id = 'stale'`); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := r.Gone(ctx, []string{"live", "stale", "elsewhere"}, 30*time.Second)
+	if err != nil || !slices.Equal(gone, []string{"stale"}) {
+		t.Errorf("Gone = %v, %v; want [stale]", gone, err)
+	}
+	u := store.User{Name: "u"}
+	if err := s.CreateUser(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 3 {
+		sess := store.Session{UserID: u.ID, Languages: []string{"python"}, IdleTTL: time.Hour}
+		if err := s.CreateSession(ctx, &sess); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Hold(ctx, "live", sess.ID); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sess.ID)
+	}
+	if err := r.NoteSandbox(ctx, "live", ids[0], `{"ID":"a"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.NoteSandbox(ctx, "stale", ids[1], `{"ID":"not-the-holder"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.NoteSandbox(ctx, "live", ids[2], `{"ID":"ended"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SQL().ExecContext(ctx, `UPDATE sessions SET status = 'ended' WHERE id = $1`, ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	noted, err := r.NotedSandboxes(ctx)
+	if err != nil || !slices.Equal(noted, []string{`{"ID":"a"}`}) {
+		t.Errorf("NotedSandboxes = %v, %v; want only the held, active session's", noted, err)
 	}
 }
