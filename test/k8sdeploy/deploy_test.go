@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,11 +173,20 @@ func TestDeployKustomize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := fmt.Sprintf("http://%s:%d/v1", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
-	res, most := runClient(t, cs, ns, sb, api, key)
-	want := []string{"42 1199000000 False kiln\n", "43\n"}
-	if len(res.Stdout) != 2 || res.Stdout[0] != want[0] || res.Stdout[1] != want[1] {
-		t.Errorf("the cells printed %q; want %q: 42, the sandbox user's uid, no service-account token, the sandbox Pod's hostname; then 43 (the session keeps its state)", res.Stdout, want)
+	// The later cells go to each replica's Pod directly: one of them
+	// holds the session, the other takes it over with its kernel.
+	apis := []string{fmt.Sprintf("http://%s:%d/v1", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)}
+	servers, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
+	if err != nil || len(servers.Items) != 2 {
+		t.Fatalf("kiln's server Pods: %v %v; want 2", servers, err)
+	}
+	for _, p := range servers.Items {
+		apis = append(apis, fmt.Sprintf("http://%s:8420/v1", p.Status.PodIP))
+	}
+	res, most := runClient(t, cs, ns, sb, strings.Join(apis, " "), key)
+	want := []string{"42 1199000000 False kiln\n", "43\n", "44\n"}
+	if !slices.Equal(res.Stdout, want) {
+		t.Errorf("the cells printed %q; want %q: 42, the sandbox user's uid, no service-account token, the sandbox Pod's hostname; then 43 and 44 on each replica in turn (the session keeps its state)", res.Stdout, want)
 	}
 	if most != 1 {
 		t.Errorf("%d sandbox Pods at most in %s during the session; want 1", most, sb)
@@ -194,12 +204,13 @@ func TestDeployKustomize(t *testing.T) {
 	t.Logf("whole test %s", time.Since(t0).Round(time.Second))
 }
 
-// clientScript is the client Pod's: a session, two cells, the session
-// deleted; one JSON line of what the cells printed, or the HTTP error.
+// clientScript is the client Pod's: a session, a cell on each of the
+// API addresses in $API (space-separated) in turn, the session deleted;
+// one JSON line of what the cells printed, or the HTTP error.
 const clientScript = `
 import json, os, sys, urllib.request, urllib.error
-api, key = os.environ["API"], os.environ["KEY"]
-def call(method, path, body=None):
+apis, key = os.environ["API"].split(), os.environ["KEY"]
+def call(method, path, body=None, api=apis[0]):
     req = urllib.request.Request(api + path, method=method, data=None if body is None else json.dumps(body).encode(),
                                  headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
     try:
@@ -208,8 +219,8 @@ def call(method, path, body=None):
     except urllib.error.HTTPError as e:
         sys.exit("%s %s: %s %r" % (method, path, e.code, e.read()[:500]))
 s = call("POST", "/sessions", {})
-cells = ["import os, socket\nx = 6 * 7\nprint(x, os.getuid(), os.path.exists('/var/run/secrets/kubernetes.io'), socket.gethostname())", "print(x + 1)"]
-out = [call("POST", "/sessions/%s/executions" % s["id"], {"code": c})["result"]["stdout"] for c in cells]
+cells = ["import os, socket\nx = 6 * 7\nprint(x, os.getuid(), os.path.exists('/var/run/secrets/kubernetes.io'), socket.gethostname())", "print(x + 1)", "x += 2\nprint(x)"]
+out = [call("POST", "/sessions/%s/executions" % s["id"], {"code": c}, api)["result"]["stdout"] for c, api in zip(cells, apis)]
 call("DELETE", "/sessions/" + s["id"])
 print(json.dumps({"session": s["id"], "stdout": out}))
 `
