@@ -235,7 +235,7 @@ func podGone(t *testing.T, b *Backend, id string) {
 // each median's ratio to native's.
 func sideTable(bs []*sideBackend, claimed []time.Duration, sessions, cells int) string {
 	var w strings.Builder
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 	fmt.Fprintf(&w, "%-44s %-12s %12s %12s %10s\n", "figure (engine API)", "backend", "median", "p90", "/ native")
 	row := func(what, name string, ds []time.Duration, native time.Duration) {
 		m := median(ds)
