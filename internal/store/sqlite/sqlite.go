@@ -36,6 +36,12 @@ var Dialect = store.Dialect{
 // timeout, and every transaction takes the write lock when it begins, so
 // concurrent writers, in this process or another, wait instead of failing.
 func Open(ctx context.Context, path string) (*store.DB, error) {
+	return open(ctx, "sqlite", path)
+}
+
+// open is Open through the database/sql driver registered as driverName,
+// modernc.org/sqlite's own or, in tests, one wrapped around it.
+func open(ctx context.Context, driverName, path string) (*store.DB, error) {
 	// The file holds key hashes and users' code: readable by kiln alone.
 	// SQLite gives the -wal and -shm files the same permissions.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -49,7 +55,7 @@ func Open(ctx context.Context, path string) (*store.DB, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	db, err := sql.Open(driverName, "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
