@@ -107,12 +107,11 @@ func imageTar(agentPath, hostEtc string) ([]byte, error) {
 		return nil, kiln.Wrap(kiln.Invalid, err, "cannot read the agent binary")
 	}
 	steps := []func() error{
-		// Executable but not readable by the sandbox's user: a process
-		// exec'd from it is not dumpable from its first instruction
-		// (execve's would_dump), so user code of the same uid can never
-		// ptrace or read an agent or a bridge (the Kubernetes backend's)
-		// before it makes itself undumpable.
-		func() error { return file("kiln", 0o711, agent) },
+		// Readable: gVisor's loader reads the binary as the container's
+		// user (0711 fails with "failed to load /kiln: permission
+		// denied"). The agent makes itself undumpable as PID 1, before any
+		// user code exists (protectPID1).
+		func() error { return file("kiln", 0o755, agent) },
 		func() error { return dir("usr", 0o755, 0) }, // the mount point of the host's /usr
 		func() error { return dir("tmp", 0o1777, 0) },
 		func() error { return dir("workspace", 0o700, UID) },
