@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/kiln-dev/kiln/internal/agent"
+	_ "github.com/kiln-dev/kiln/internal/agent/stage" // a sandbox stage runs from its init, before most packages'
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
 
