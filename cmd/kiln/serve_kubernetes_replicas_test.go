@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +25,8 @@ import (
 // the middle of a streamed cell, and A, once B's heartbeat is stale,
 // takes the session over on the same Pod, kernel state intact, the cut
 // cell recorded as interrupted, and the Pod of a one-shot run B was
-// serving is destroyed by A. One session Pod throughout.
+// serving is destroyed by A. Then A stops gracefully and C takes the
+// session over at once on the same Pod. One session Pod throughout.
 func TestServeKubernetesReplicas(t *testing.T) {
 	kubeconfig, _, cs := testCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -35,7 +38,7 @@ func TestServeKubernetesReplicas(t *testing.T) {
 	os.Chmod(dir, 0o711)
 	bin := buildKubeKiln(t, dir)
 	keyFile := filepath.Join(dir, "admin.key")
-	replica := func(name string) (*client.Client, func()) {
+	replica := func(name string) (*client.Client, *exec.Cmd) {
 		data := filepath.Join(dir, name)
 		os.Mkdir(data, 0o711)
 		cmd, addr := kubeServe(t, bin, filepath.Join(dir, name+".log"), "--kubeconfig", kubeconfig, "--namespace", ns,
@@ -48,10 +51,10 @@ func TestServeKubernetesReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, func() { cmd.Process.Kill() }
+		return c, cmd
 	}
-	ca, _ := replica("a")
-	cb, killB := replica("b")
+	ca, a := replica("a")
+	cb, b := replica("b")
 	pods := func() []string {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kiln"})
 		if err != nil {
@@ -115,7 +118,7 @@ func TestServeKubernetesReplicas(t *testing.T) {
 		t.Fatalf("the long cell did not start on B\n%s", logs())
 	}
 	time.Sleep(time.Second) // y = 1 has run
-	killB()
+	b.Process.Kill()
 	select {
 	case err := <-streamed:
 		if err == nil {
@@ -154,7 +157,28 @@ func TestServeKubernetesReplicas(t *testing.T) {
 			t.Fatalf("Pods a minute after B died: %v; want only the session's %v\n%s", got, box, logs())
 		}
 	}
-	if err := ca.DeleteSession(ctx, s.ID); err != nil {
+	// A stops gracefully, as in a rolling update: it lets go of the Pod
+	// and leaves, so C, started meanwhile, takes the session over at the
+	// first request, kernel intact (not after --replica-gone, nor a 503
+	// after asking the stopped A for it).
+	cc, _ := replica("c")
+	if err := a.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// (kubeServe's goroutine waits for it; a signal to a reaped process fails)
+	for deadline := time.Now().Add(time.Minute); a.Process.Signal(syscall.Signal(0)) == nil; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("A did not stop within a minute of SIGTERM\n%s", logs())
+		}
+	}
+	x, err = cc.Exec(ctx, s.ID, client.ExecRequest{Code: "print(x, y)"})
+	if err != nil || x.Status != "ok" || x.Result.Stdout != "41 1\n" {
+		t.Fatalf("the first cell on C after A stopped: %+v %v; want \"41 1\" at once: the same kernel\n%s", x, err, logs())
+	}
+	if got := pods(); len(got) != 1 || got[0] != box[0] {
+		t.Errorf("Pods after A stopped: %v; want the same one, %v", got, box)
+	}
+	if err := cc.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); len(pods()) > 0; time.Sleep(500 * time.Millisecond) {

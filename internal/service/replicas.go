@@ -66,6 +66,7 @@ type ReplicaStore interface {
 	Release(ctx context.Context, me, id, sandbox string) (string, error)
 	HandedOver(ctx context.Context, me, id string) (holder, sandbox string, _ error)
 	NoteSandbox(ctx context.Context, me, id, sandbox string) error
+	Leave(ctx context.Context, me string) error
 	Gone(ctx context.Context, ids []string, gone time.Duration) ([]string, error)
 	NotedSandboxes(ctx context.Context) ([]string, error)
 	Listen(ctx context.Context, me string, wake func())

@@ -174,3 +174,27 @@ func (s *Service) sweepOrphans(ctx context.Context) {
 		}
 	}
 }
+
+// leaveSandboxes is Close with shared sandboxes: the sessions' sandboxes
+// are noted in the store and let go of, not destroyed, and the replica
+// marks itself gone, so that the next replica a session's request
+// reaches takes it over at once, kernels intact (a rolling update of
+// kiln's Deployment keeps the users' kernels). The agents end what
+// this replica still ran there when its connections close.
+func (s *Service) leaveSandboxes(ctx context.Context, all []*live) {
+	s.noteSandboxes(ctx)
+	for _, l := range all {
+		l.mu.Lock()
+		sess := l.sess
+		l.sess = nil
+		l.mu.Unlock()
+		if sess != nil {
+			sess.LetGo()
+		}
+	}
+	if err := s.cfg.Replicas.Leave(ctx, s.replica); err != nil {
+		s.log.Error("leave the replicas", "err", err)
+		return
+	}
+	s.log.Info("left the replicas: the others take this one's sessions over, on the same sandboxes", "sessions", len(all))
+}

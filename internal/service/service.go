@@ -273,6 +273,11 @@ func (s *Service) Close(ctx context.Context) error {
 		all = append(all, l)
 	}
 	s.mu.Unlock()
+	if s.handoffs() {
+		s.leaveSandboxes(ctx, all) // replicas_sandboxes.go
+		s.nets.close()
+		return nil
+	}
 	var wg sync.WaitGroup
 	for _, l := range all {
 		wg.Add(1)

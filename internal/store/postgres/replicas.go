@@ -53,6 +53,17 @@ func (r *Replicas) Heartbeat(ctx context.Context, me, addr string, first bool) e
 	return nil
 }
 
+// Leave marks me gone at once, as if its heartbeats had stopped long
+// ago: a replica that stops lets the others take its sessions and
+// batches over without waiting for the bound. Its next Heartbeat
+// (a restart) makes it live again.
+func (r *Replicas) Leave(ctx context.Context, me string) error {
+	if _, err := r.db.ExecContext(ctx, `UPDATE replicas SET heartbeat = to_timestamp(0) WHERE id = $1`, me); err != nil {
+		return fmt.Errorf("replica leave: %w", err)
+	}
+	return nil
+}
+
 // Hold records that me holds session id (one it has just made).
 func (r *Replicas) Hold(ctx context.Context, me, id string) error {
 	if _, err := r.db.ExecContext(ctx, `UPDATE sessions SET replica_id = $2 WHERE id = $1`, id, me); err != nil {

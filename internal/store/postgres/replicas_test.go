@@ -448,4 +448,17 @@ func TestReplicaGoneAndNotedSandboxes(t *testing.T) {
 	if err != nil || !slices.Equal(noted, []string{`{"ID":"a"}`}) {
 		t.Errorf("NotedSandboxes = %v, %v; want only the held, active session's", noted, err)
 	}
+	// A replica that leaves is gone at once; its next heartbeat is back.
+	if err := r.Leave(ctx, "live"); err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := r.Gone(ctx, []string{"live"}, time.Hour); err != nil || !slices.Equal(gone, []string{"live"}) {
+		t.Errorf("Gone after Leave = %v, %v; want [live]", gone, err)
+	}
+	if err := r.Heartbeat(ctx, "live", "", false); err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := r.Gone(ctx, []string{"live"}, time.Hour); err != nil || len(gone) != 0 {
+		t.Errorf("Gone after a heartbeat = %v, %v; want none", gone, err)
+	}
 }
