@@ -48,8 +48,10 @@ type dockerSuite struct {
 	built bool   // the suite imported the image, so it removes it at the end
 }
 
-// onDocker reports whether the suite runs on the Docker backend.
-func (s *suite) onDocker() bool { return s.docker != nil }
+// onDocker reports whether the suite runs on a container backend: Docker,
+// or Kubernetes, whose Pods run the same image as the same uid; what a Pod
+// holds otherwise than a container is kubernetes_test.go's.
+func (s *suite) onDocker() bool { return s.docker != nil || s.kube != nil }
 
 // newDockerSuite connects to the engine and builds the environment image
 // from this test binary (it is the agent: the docker package's init runs
@@ -101,7 +103,8 @@ type box struct {
 	HostUID uint32 // host uid of the agent
 	UserUID uint32 // host uid of user code
 	native  *native.Sandbox
-	cid     string // Docker: the container's id
+	cid     string // Docker: the container's id; Kubernetes: the Pod's container's, in containerd
+	pod     string // Kubernetes: the Pod's name
 }
 
 // create makes a container sandbox and looks it up from outside.
@@ -349,6 +352,9 @@ func (s *suite) checkGoneDocker(t *testing.T, b *box) {
 // init and its agent: what user code left running.
 func dockerUserProcs(t *testing.T, b *box) []hostProc {
 	t.Helper()
+	if theSuite.kube != nil {
+		return theSuite.kube.userProcs(t, b)
+	}
 	procs, err := sandboxProcs(docker.UID, docker.UID+1)
 	if err != nil {
 		t.Fatal(err)
@@ -367,6 +373,9 @@ func dockerUserProcs(t *testing.T, b *box) []hostProc {
 // begins with dockerNotApplicable.
 func skipOnDocker(t *testing.T, s *suite, why string) {
 	t.Helper()
+	if s.kube != nil {
+		skipOnKube(t, why)
+	}
 	if s.onDocker() {
 		t.Skip(dockerNotApplicable + why)
 	}
@@ -459,7 +468,7 @@ func onDockerWant(t *testing.T, want []string) ([]string, []string) {
 			out = append(out, w)
 			continue
 		}
-		t.Logf("held differently on Docker: %q is %q: %s", w, d.line, d.why)
+		t.Logf("held differently on %s: %q is %q: %s", containerBackend(), w, d.line, d.why)
 		if d.line != "" {
 			out = append(out, d.line)
 		}
@@ -475,6 +484,9 @@ func onDockerWant(t *testing.T, want []string) ([]string, []string) {
 // keeps their verdict: a test that failed stays failed.
 func dockerGap(t *testing.T, gaps ...string) {
 	t.Helper()
+	if len(gaps) > 0 && theSuite.kube != nil {
+		kubeGap(t, gaps...)
+	}
 	if len(gaps) > 0 {
 		t.Skip(dockerGapPrefix + strings.Join(gaps, "; "))
 	}
@@ -487,7 +499,7 @@ const dockerGapPrefix = "known gap of the Docker backend (issue 14): "
 // reviewed view (TestGoldenFileSystemView).
 var dockerViewExtra = map[string][]string{"/": {".dockerenv", "kiln", "run", "sys"}, "/dev": {"mqueue"}, "/etc": {"mtab"}}
 
-const dockerViewWhy = "the engine adds /.dockerenv, /etc/mtab (a link to /proc/self/mounts), /dev/mqueue and /sys (masked: empty) to every container; /run holds the sockets the service binds in (/run/kiln/agent.sock, and egress.sock under a network policy); the image holds the agent as /kiln (kiln's own binary, no secret)"
+var dockerViewWhy = "the engine adds /.dockerenv, /etc/mtab (a link to /proc/self/mounts), /dev/mqueue and /sys (masked: empty) to every container; /run holds the sockets the service binds in (/run/kiln/agent.sock, and egress.sock under a network policy); the image holds the agent as /kiln (kiln's own binary, no secret)"
 
 // wantDir is the reviewed listing of the sandbox's root.
 func wantDir(dir string) []string {
@@ -519,6 +531,10 @@ const nativeLeftovers = "native's sandbox uids and cgroups are not what the Dock
 // processes, and no longer once removed; a container of another owner is
 // not the suite's.
 func (s *suite) dockerSelfCheck(t *testing.T) {
+	if s.kube != nil {
+		s.kube.selfCheck(t)
+		return
+	}
 	ctx := t.Context()
 	b, err := s.docker.create(ctx, native.Spec{})
 	if err != nil {
@@ -565,6 +581,10 @@ func (s *suite) dockerSelfCheck(t *testing.T) {
 // dockerPosture is TestPosture on Docker: a running user process (pid)
 // seen from the host, layer by layer, as the Docker backend makes it.
 func (s *suite) dockerPosture(t *testing.T, b *box, pid int) {
+	if s.kube != nil {
+		s.kube.posture(t, b, pid)
+		return
+	}
 	t.Run("status", func(t *testing.T) {
 		st, err := procStatus(pid)
 		if err != nil {
@@ -677,6 +697,9 @@ func (s *suite) dockerPosture(t *testing.T, b *box, pid int) {
 // attackCancel reports it (early) instead of failing.
 func attackCancel(t *testing.T, ctx context.Context, r engine.Run) (res result, early bool) {
 	t.Helper()
+	if theSuite.kube != nil {
+		kubeGate(t)
+	}
 	res = theSuite.run(ctx, r)
 	theSuite.checkHost(t, r.Language+" attack")
 	switch {

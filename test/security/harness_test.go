@@ -55,8 +55,9 @@ const skipNoRoot = "security suite needs root (sandboxes map to their own host u
 // suite is the state every test shares: one backend and engine, as a
 // service would have, and what the host looked like before any sandbox ran.
 type suite struct {
-	backend *native.Backend // nil on Docker
-	docker  *dockerSuite    // nil on native
+	backend *native.Backend // nil on Docker and Kubernetes
+	docker  *dockerSuite    // nil unless on Docker
+	kube    kubeBackend     // nil unless on Kubernetes (kubernetes_test.go)
 	engine  *engine.Engine
 	cg      *cgroups.Host
 
@@ -99,6 +100,9 @@ func runSuite(m *testing.M) int {
 		if s.docker != nil {
 			defer s.docker.close()
 		}
+		if s.kube != nil {
+			defer s.kube.close()
+		}
 	}
 	return m.Run()
 }
@@ -111,6 +115,9 @@ func env(t *testing.T) *suite {
 	}
 	if setupErr != nil {
 		t.Fatalf("security suite set-up failed: %v", setupErr)
+	}
+	if theSuite.kube != nil {
+		kubeGate(t)
 	}
 	return theSuite
 }
@@ -152,9 +159,15 @@ func newSuite() (*suite, error) {
 			return nil, fmt.Errorf("docker backend: %w", err)
 		}
 		s.engine = engine.New(s.docker.b, log)
+	case "kubernetes":
+		if s.kube, err = newKubeSuite(); err != nil {
+			s.removeCanaries()
+			return nil, fmt.Errorf("kubernetes backend: %w", err)
+		}
+		s.engine = engine.New(s.kube.backend(), log)
 	default:
 		s.removeCanaries()
-		return nil, fmt.Errorf("%s=%q: allowed are native (the default) and docker", backendEnv, name)
+		return nil, fmt.Errorf("%s=%q: allowed are native (the default), docker and kubernetes (with -tags kubernetes)", backendEnv, name)
 	}
 	if s.cg, err = cgroups.Detect(); err != nil {
 		s.removeCanaries()
@@ -455,8 +468,12 @@ func (s *suite) checkHealthy(t *testing.T, after string) {
 // not the suite's to judge and are only logged.
 func (s *suite) checkNothingLeft(t *testing.T, after string) {
 	t.Helper()
-	const settle = 2 * time.Second
-	deadline := time.Now().Add(settle)
+	settle := 2 * time.Second
+	if s.kube != nil {
+		settle = kubeSettle
+	}
+	start := time.Now()
+	deadline := start.Add(settle)
 	first := true
 	for {
 		all, err := s.leftovers()
@@ -480,7 +497,7 @@ func (s *suite) checkNothingLeft(t *testing.T, after string) {
 		}
 		if len(left) == 0 {
 			if !first {
-				t.Logf("after %s: leftovers took a moment to disappear after the sandbox was destroyed", after)
+				t.Logf("after %s: leftovers took a moment (%v) to disappear after the sandbox was destroyed", after, time.Since(start).Round(10*time.Millisecond))
 			}
 			if len(foreign) > 0 {
 				t.Logf("after %s: ignored sandboxes of other processes on this host:\n  %s", after, strings.Join(foreign, "\n  "))
@@ -510,6 +527,9 @@ type leftover struct {
 // Docker: the suite's containers, volumes, processes, mounts and cgroups
 // (dockerSuite.leftovers).
 func (s *suite) leftovers() ([]leftover, error) {
+	if s.kube != nil {
+		return s.kube.leftovers()
+	}
 	if s.onDocker() {
 		return s.docker.leftovers()
 	}
@@ -785,6 +805,9 @@ func (s *suite) sandbox(t *testing.T, spec native.Spec) *box {
 
 // create makes a sandbox with the suite's backend.
 func (s *suite) create(ctx context.Context, spec native.Spec) (*box, error) {
+	if s.kube != nil {
+		return s.kube.create(ctx, spec)
+	}
 	if s.onDocker() {
 		return s.docker.create(ctx, spec)
 	}
@@ -796,6 +819,9 @@ func (s *suite) create(ctx context.Context, spec native.Spec) (*box, error) {
 }
 
 func (s *suite) destroy(b *box) error {
+	if s.kube != nil {
+		return s.kube.destroy(b)
+	}
 	if s.onDocker() {
 		return s.docker.destroy(b)
 	}
@@ -806,6 +832,10 @@ func (s *suite) destroy(b *box) error {
 // PID 1, every process in its uid range, its cgroups.
 func (s *suite) checkGone(t *testing.T, sb *box) {
 	t.Helper()
+	if s.kube != nil {
+		s.kube.checkGone(t, sb)
+		return
+	}
 	if s.onDocker() {
 		s.checkGoneDocker(t, sb)
 		return
