@@ -13,6 +13,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/backend/native"
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
+	"github.com/kiln-dev/kiln/internal/service"
 )
 
 const backendFlagHelp = "sandbox backend: native (kiln's own namespaces and cgroups; needs root) or docker (a container per sandbox on the local Docker engine; the environment image is built when missing, see kiln image build); kiln serve also takes kubernetes (a Pod per sandbox, in a kiln built with -tags kubernetes: see --kubeconfig)"
@@ -91,6 +92,22 @@ func imageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else {
 		fmt.Fprintf(stdout, "%s is up to date\n", ref)
 	}
+	return nil
+}
+
+// nameReplica gives a backend that labels sandboxes with their replica
+// (Kubernetes) this replica's id before anything is made, the warm pool's
+// Pods included: the other replicas destroy a gone replica's Pods by it.
+func nameReplica(b engine.Backend, data string) error {
+	r, ok := b.(interface{ SetReplica(string) })
+	if !ok {
+		return nil
+	}
+	id, err := service.ReplicaIDOf(data)
+	if err != nil {
+		return kiln.Wrap(kiln.Invalid, err, "the replica id in %s", data)
+	}
+	r.SetReplica(id)
 	return nil
 }
 

@@ -172,6 +172,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err == nil {
 		err = setDockerRuntime(ctx, b, f.dockerRuntime)
 	}
+	if err == nil && f.svc.Replicas != nil {
+		err = nameReplica(b, f.data)
+	}
 	if err == nil {
 		err = claimBackend(ctx, b, f.data, log)
 	}

@@ -98,6 +98,12 @@ const noticeFilesLost = "; the workspace files were on that replica's disk and a
 
 // replicaID returns this replica's id, made once and kept in the data
 // directory.
+// ReplicaIDOf is the replica id kept in dataDir (made and kept there
+// when there is none): kiln serve names the replica to its backend before
+// the service starts (claimBackend), so that a warm pool filled at once
+// carries it too.
+func ReplicaIDOf(dataDir string) (string, error) { return replicaID(dataDir) }
+
 func replicaID(dataDir string) (string, error) {
 	p := filepath.Join(dataDir, "replica-id")
 	if b, err := os.ReadFile(p); err == nil {
