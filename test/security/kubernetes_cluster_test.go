@@ -33,11 +33,8 @@ import (
 	"github.com/kiln-dev/kiln/internal/engine"
 )
 
-// The labels internal/backend/kubernetes puts on what it makes.
-const (
-	kubeLabelSandbox = "dev.kiln.sandbox"
-	kubeLabelOwner   = "dev.kiln.owner"
-)
+// The owner label internal/backend/kubernetes puts on what it makes.
+const kubeLabelOwner = "dev.kiln.owner"
 
 func init() { newKubeSuiteFunc = newKubernetesSuite }
 
@@ -579,7 +576,7 @@ const (
 	whyNoNetRaw    = "the Pod has no capability (CAP_NET_RAW among them): the kernel refuses a packet or XDP socket with EPERM where native's profile answers EAFNOSUPPORT"
 	whyPodSeccomp  = "seccomp is the runtime's RuntimeDefault profile, not kiln's (internal/backend/kubernetes sets RuntimeDefault; kiln's profile as a localhost profile is not done): it allows what kiln's refuses"
 	whyTIOCSTI     = whyPodSeccomp + "; TIOCSTI and TIOCLINUX reach the kernel, which refuses TIOCSTI on a terminal here (the TIOCSTI pts line) but only by its dev.tty.legacy_tiocsti setting"
-	whyPodHostname = "the Backend names a Pod's host kiln, as Docker's containers"
+	whyPodHostname = "the Kubernetes backend names a Pod's host kiln, as the Docker backend its containers'"
 	whyPodHosts    = "the Pod's hostname is kiln (the kubelet's /etc/hosts names it by the Pod's address): no host is named sandbox"
 	whyPodIface    = "a Pod has its interface on the cluster network; the namespace's default-deny NetworkPolicy refuses every connection from it (ENETUNREACH, the lines above)"
 	whyPodUserUID  = "no user namespace in a Pod: the file is the process's own and opens; the kernel refuses the write (EPERM/EACCES), which Python reports only when the file is closed, after the probe"
@@ -587,7 +584,8 @@ const (
 	whyPodCgroupFS = "the Pod's cgroup file systems are mounted read-only under /sys/fs/cgroup: release_agent is there and cannot be written"
 )
 
-// kubeLines maps a line native prints to the Pod's, whatever PID 1 is.
+// kubeLines maps a line native prints to the Pod's (with
+// kubeAgentPID1Lines, useKubeLines).
 var kubeLines = map[string]dockerLine{
 	"write /dev EROFS":                  {"write /dev EACCES", whyPodDev, false},
 	"mknod /dev/mem EROFS":              {"mknod /dev/mem EACCES", whyPodDev, false},
