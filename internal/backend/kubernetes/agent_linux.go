@@ -32,6 +32,10 @@ const (
 )
 
 func init() {
+	// The agent runs each program through the rlimit stage of /kiln,
+	// which is this binary: a test binary too, whose main would run its
+	// tests instead.
+	agent.Dispatch()
 	switch {
 	case len(os.Args) == 3 && os.Args[1] == AgentArg:
 		os.Exit(runAgent(os.Args[2]))

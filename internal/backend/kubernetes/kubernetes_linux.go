@@ -416,21 +416,25 @@ func (b *Backend) isolated(ctx context.Context, c *agentclient.Client) error {
 	}
 }
 
-// linkRequests and linkLimits are the link container's: its bridges only
-// copy bytes. It asks for no CPU, so that a sandbox takes from a node's
-// allocatable CPU just what its limits say (two 1-CPU sandboxes fit 2
-// CPUs); that makes the Pod's QoS class Burstable rather than Guaranteed,
-// with the sandbox container's requests still equal to its limits.
-var (
-	linkRequests = corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("0"),
-		corev1.ResourceMemory: resource.MustParse("32Mi"),
-	}
-	linkLimits = corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("100m"),
-		corev1.ResourceMemory: resource.MustParse("32Mi"),
-	}
+// The link container's share: its bridges only copy bytes. Its CPU is
+// taken out of the session's, so that the Pod asks a node for exactly
+// the session's CPU (two 1-CPU sandboxes fit 2 CPUs), and every
+// container's requests equal its limits: the Pod's QoS class is
+// Guaranteed, whose oom_score_adj (-997) lets the agent put user
+// processes far ahead of itself for the OOM killer (a Burstable Pod's,
+// near 1000, let a memory bomb of small processes take the agent).
+const (
+	linkMemory = "32Mi"
+	linkCPU    = 50 // millicores, of a session of 200 or more
 )
+
+// linkMillis is the link container's CPU for a session of cpu millicores.
+func linkMillis(cpu int64) int64 {
+	if cpu < 4*linkCPU {
+		return max(1, cpu/4)
+	}
+	return linkCPU
+}
 
 // pod is the sandbox's Pod: the security context, the sandbox
 // container's requests equal to its limits, sizes from the session's
@@ -440,11 +444,18 @@ var (
 // bridges (agent_linux.go).
 func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64, claim string, env []string) *corev1.Pod {
 	uid, link := int64(docker.UID), int64(linkUID)
-	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), env...)})
+	// OpenFiles and FileSize: each program runs through the agent's
+	// rlimit stage, as on Docker.
+	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), env...), OpenFiles: lim.OpenFiles, FileSize: lim.FileSizeBytes})
 	yes, no := true, false
+	linkCPU := linkMillis(lim.CPUMillis)
 	res := corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewMilliQuantity(lim.CPUMillis, resource.DecimalSI),
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(lim.CPUMillis-linkCPU, resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(lim.MemoryBytes, resource.BinarySI),
+	}
+	linkRes := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(linkCPU, resource.DecimalSI),
+		corev1.ResourceMemory: resource.MustParse(linkMemory),
 	}
 	for name, n := range extended {
 		res[corev1.ResourceName(name)] = *resource.NewQuantity(n, resource.DecimalSI)
@@ -502,7 +513,7 @@ func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64, cla
 				Image:           b.opt.Image,
 				ImagePullPolicy: b.opt.PullPolicy,
 				Command:         []string{"/kiln", LinkArg},
-				Resources:       corev1.ResourceRequirements{Requests: linkRequests, Limits: linkLimits},
+				Resources:       corev1.ResourceRequirements{Requests: linkRes, Limits: linkRes},
 				SecurityContext: &corev1.SecurityContext{
 					RunAsNonRoot:             &yes,
 					RunAsUser:                &link,

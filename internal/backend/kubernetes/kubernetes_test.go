@@ -95,7 +95,15 @@ func TestPodSecurity(t *testing.T) {
 	check("enableServiceLinks false", !*s.EnableServiceLinks)
 	check("no hostNetwork", !s.HostNetwork && !s.HostPID && !s.HostIPC)
 	check("memory limit 512Mi", c.Resources.Limits.Memory().Value() == 512<<20 && c.Resources.Requests.Memory().Value() == 512<<20)
-	check("cpu limit 1", c.Resources.Limits.Cpu().MilliValue() == 1000)
+	cpu := int64(0)
+	for _, c := range s.Containers {
+		cpu += c.Resources.Limits.Cpu().MilliValue()
+		check(c.Name+"'s requests equal its limits", c.Resources.Requests.Cpu().Equal(*c.Resources.Limits.Cpu()) && c.Resources.Requests.Memory().Equal(*c.Resources.Limits.Memory()))
+	}
+	check("cpu limit 1 for the Pod", cpu == 1000)
+	// Guaranteed: the agent's oom_score_adj is far below what it gives
+	// user processes, so the OOM killer takes them first.
+	check("QoS class Guaranteed", p.Status.QOSClass == corev1.PodQOSGuaranteed)
 	for _, v := range s.Volumes {
 		if v.HostPath != nil {
 			t.Errorf("hostPath volume %q", v.Name)
