@@ -186,12 +186,17 @@ func TestBuildCacheSharedAtOnce(t *testing.T) {
 		}
 	}
 	u := ts.user(t, "alice", false)
+	// Eight builds at once on a machine that runs other test packages
+	// too: the test is about sharing the caches, not speed, so the items
+	// get more than the default 30 s (four cold go test builds at once
+	// ran past it in CI).
+	slow := kiln.Limits{Timeout: 2 * time.Minute}
 	var items []batch.Item
 	for range 4 {
 		items = append(items,
-			batch.Item{Language: "go", Code: "func Sq(x int) int { return x * x }\n",
+			batch.Item{Language: "go", Code: "func Sq(x int) int { return x * x }\n", Limits: slow,
 				Check: batch.Check{Test: "import \"testing\"\n\nfunc TestSq(t *testing.T) {\n\tif Sq(7) != 49 {\n\t\tt.Fatal(Sq(7))\n\t}\n}\n"}},
-			batch.Item{Language: "cpp", Code: "#include <iostream>\nint main() { std::cout << 6 * 7 << std::endl; }\n", Check: batch.Check{Stdout: strp("42\n")}})
+			batch.Item{Language: "cpp", Code: "#include <iostream>\nint main() { std::cout << 6 * 7 << std::endl; }\n", Limits: slow, Check: batch.Check{Stdout: strp("42\n")}})
 	}
 	for round := range 2 {
 		_, w, err := ts.CreateBatch(ctxT(t, 10*time.Minute), u, BatchRequest{Items: items})
