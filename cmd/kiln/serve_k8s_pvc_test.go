@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -141,41 +140,11 @@ func newK8sServer(t *testing.T, kubeconfig, ns string, args ...string) *k8sServe
 
 // start starts kiln serve and waits until it listens.
 func (s *k8sServer) start() *exec.Cmd {
-	t := s.t
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.addr = l.Addr().String()
-	l.Close()
-	args := append([]string{"serve", "--backend", "kubernetes", "--kubeconfig", s.kubeconfig, "--namespace", s.ns,
-		"--k8s-containerd", envOr("KILN_K8S_CONTAINERD", "/run/kspike/containerd.sock"),
+	cmd, addr := kubeServe(s.t, s.bin, filepath.Join(s.dir, "serve.log"), append([]string{"--kubeconfig", s.kubeconfig, "--namespace", s.ns,
 		"--default-cpus", "0.2", "--default-memory", "256M",
-		"--data", s.data, "--listen", s.addr, "--pool", "0", "--run-pool", "0", "--admin-key-file", filepath.Join(s.dir, "admin.key")}, s.args...)
-	cmd := exec.Command(s.bin, args...)
-	log, _ := os.OpenFile(filepath.Join(s.dir, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if c, err := net.Dial("tcp", s.addr); err == nil {
-			c.Close()
-			return cmd
-		}
-		select {
-		case <-exited:
-			deadline = time.Time{}
-		default:
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(s.dir, "serve.log"))
-			t.Fatalf("kiln serve did not start:\n%s", b)
-		}
-	}
+		"--data", s.data, "--admin-key-file", filepath.Join(s.dir, "admin.key")}, s.args...)...)
+	s.addr = addr
+	return cmd
 }
 
 // call makes a request as the admin and returns the status and the JSON.

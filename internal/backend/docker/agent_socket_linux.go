@@ -130,19 +130,26 @@ func (b *Backend) startAgent(ctx context.Context, containerID string, ln *net.Un
 	return conn, nil
 }
 
-// checkPeer makes sure the connection comes from the container's user.
-func checkPeer(conn *net.UnixConn) error {
+// PeerCred is the credentials of the process that connected conn
+// (SO_PEERCRED).
+func PeerCred(conn *net.UnixConn) (*unix.Ucred, error) {
 	raw, err := conn.SyscallConn()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var cred *unix.Ucred
 	var cerr error
 	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
-		return err
+		return nil, err
 	}
-	if cerr != nil {
-		return cerr
+	return cred, cerr
+}
+
+// checkPeer makes sure the connection comes from the container's user.
+func checkPeer(conn *net.UnixConn) error {
+	cred, err := PeerCred(conn)
+	if err != nil {
+		return err
 	}
 	if cred.Uid != UID {
 		return fmt.Errorf("the agent's socket was connected by uid %d, not the sandbox's", cred.Uid)

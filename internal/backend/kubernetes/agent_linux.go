@@ -76,17 +76,9 @@ func fromLink(c net.Conn) error {
 	if !ok {
 		return errors.New("not a unix connection")
 	}
-	raw, err := uc.SyscallConn()
+	cred, err := docker.PeerCred(uc)
 	if err != nil {
 		return err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
-		return err
-	}
-	if cerr != nil {
-		return cerr
 	}
 	if cred.Uid != linkUID {
 		return fmt.Errorf("a connection from uid %d, not from kiln's bridge (uid %d)", cred.Uid, linkUID)
