@@ -578,13 +578,12 @@ func (s *suite) dockerSelfCheck(t *testing.T) {
 	}
 }
 
-// dockerPosture is TestPosture on Docker: a running user process (pid)
-// seen from the host, layer by layer, as the Docker backend makes it.
-func (s *suite) dockerPosture(t *testing.T, b *box, pid int) {
-	if s.kube != nil {
-		s.kube.posture(t, b, pid)
-		return
-	}
+// containerPosture is what TestPosture checks of a user process (pid) in
+// a container the same way on Docker and on Kubernetes: its status (no
+// capabilities, no new privileges, seccomp, the sandbox's uid), its
+// namespaces, and its cgroups (the container's, b.cid), held differently
+// as held says.
+func containerPosture(t *testing.T, b *box, pid int, held string) {
 	t.Run("status", func(t *testing.T) {
 		st, err := procStatus(pid)
 		if err != nil {
@@ -600,7 +599,8 @@ func (s *suite) dockerPosture(t *testing.T, b *box, pid int) {
 				t.Errorf("/proc/%d/status %s: %q, want %q", pid, k, got, want)
 			}
 		}
-		// The engine gives the user its own gid as a supplementary group.
+		// The engine (Docker) or the Pod's fsGroup gives the user its own
+		// gid as a supplementary group.
 		if g := st["Groups"]; g != "" && g != strconv.Itoa(docker.UID) {
 			t.Errorf("/proc/%d/status Groups: %q, want none but the user's own gid", pid, g)
 		}
@@ -616,7 +616,7 @@ func (s *suite) dockerPosture(t *testing.T, b *box, pid int) {
 				t.Errorf("namespace %s: the user process shares the host's %s", ns, mine)
 			}
 		}
-		t.Log("held differently on Docker: no user namespace (the container's uid is a host uid no account has) and, on cgroup v1, the host's cgroup namespace with the container's cgroups mounted read-only")
+		t.Log(held)
 	})
 	t.Run("cgroup", func(t *testing.T) {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
@@ -641,6 +641,16 @@ func (s *suite) dockerPosture(t *testing.T, b *box, pid int) {
 			t.Errorf("no memory, pids or cpu cgroup in /proc/%d/cgroup:\n%s", pid, data)
 		}
 	})
+}
+
+// dockerPosture is TestPosture on Docker: a running user process (pid)
+// seen from the host, layer by layer, as the Docker backend makes it.
+func (s *suite) dockerPosture(t *testing.T, b *box, pid int) {
+	if s.kube != nil {
+		s.kube.posture(t, b, pid)
+		return
+	}
+	containerPosture(t, b, pid, "held differently on Docker: no user namespace (the container's uid is a host uid no account has) and, on cgroup v1, the host's cgroup namespace with the container's cgroups mounted read-only")
 	t.Run("mounts", func(t *testing.T) {
 		mounts, err := readMountinfo(pid)
 		if err != nil {

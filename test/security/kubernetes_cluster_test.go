@@ -639,62 +639,7 @@ const kubeViewWhy = "the runtime adds /sys (the read-only sysfs) and /dev/mqueue
 // posture is TestPosture in a Pod: a running user process (pid) seen from
 // the host, layer by layer, as the Kubernetes backend makes the Pod.
 func (k *kubeSuite) posture(t *testing.T, b *box, pid int) {
-	t.Run("status", func(t *testing.T) {
-		st, err := procStatus(pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids := fmt.Sprintf("%d\t%d\t%d\t%d", docker.UID, docker.UID, docker.UID, docker.UID)
-		for k, want := range map[string]string{
-			"CapInh": "0000000000000000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000",
-			"CapBnd": "0000000000000000", "CapAmb": "0000000000000000",
-			"NoNewPrivs": "1", "Seccomp": "2", "Uid": ids, "Gid": ids,
-		} {
-			if got := st[k]; got != want {
-				t.Errorf("/proc/%d/status %s: %q, want %q", pid, k, got, want)
-			}
-		}
-		// The Pod's fsGroup is the user's own gid, its one supplementary group.
-		if g := st["Groups"]; g != "" && g != strconv.Itoa(docker.UID) {
-			t.Errorf("/proc/%d/status Groups: %q, want none but the user's own gid", pid, g)
-		}
-	})
-	t.Run("namespaces", func(t *testing.T) {
-		for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts"} {
-			mine, _ := os.Readlink("/proc/self/ns/" + ns)
-			theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if mine == theirs {
-				t.Errorf("namespace %s: the user process shares the host's %s", ns, mine)
-			}
-		}
-		t.Log("held differently on Kubernetes: no user namespace (the Pod's uid is a host uid no account has), as on Docker")
-	})
-	t.Run("cgroup", func(t *testing.T) {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int
-		for _, line := range lines(string(data)) {
-			f := strings.SplitN(line, ":", 3)
-			if len(f) != 3 {
-				continue
-			}
-			ctrls := strings.Split(f[1], ",")
-			if slices.Contains(ctrls, "memory") || slices.Contains(ctrls, "pids") || slices.Contains(ctrls, "cpu") || f[0] == "0" && f[1] == "" {
-				if !strings.Contains(f[2], b.cid) {
-					t.Errorf("user process is in cgroup %q of %q, want the Pod's container's (%s)", f[2], f[1], short(b.cid))
-				}
-				n++
-			}
-		}
-		if n == 0 {
-			t.Errorf("no memory, pids or cpu cgroup in /proc/%d/cgroup:\n%s", pid, data)
-		}
-	})
+	containerPosture(t, b, pid, "held differently on Kubernetes: no user namespace (the Pod's uid is a host uid no account has), as on Docker")
 	t.Run("mounts", func(t *testing.T) {
 		mounts, err := readMountinfo(pid)
 		if err != nil {
