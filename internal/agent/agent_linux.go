@@ -71,6 +71,9 @@ type Agent struct {
 
 	// unisolated: a plain host process (ServeUnisolated), for tests only.
 	unisolated bool
+	// confine: an unisolated agent's user programs are confined further
+	// in the rlimit stage (Unisolated.Confine).
+	confine bool
 	// clients, when set, is the connection of the current client of an
 	// agent that serves one client after another (ServeClients): the
 	// sandbox outlives a client's hang-up. shutdown: a client asked the

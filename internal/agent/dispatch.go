@@ -19,7 +19,7 @@ func Dispatch() {
 		Main()
 	case spawn.Arg:
 		spawn.Main()
-	case spawn.RlimitArg:
+	case spawn.RlimitArg, spawn.RlimitConfineArg:
 		spawn.RlimitMain()
 	}
 }

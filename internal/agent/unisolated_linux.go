@@ -35,6 +35,11 @@ type Unisolated struct {
 	// (the unboxed test backend) sets none.
 	OpenFiles int64 `json:",omitempty"`
 	FileSize  int64 `json:",omitempty"`
+	// Confine, with the rlimits, has the rlimit stage confine each user
+	// program further (spawn.RlimitConfineArg: kiln's seccomp filter, a
+	// priority below the agent's): for a container that is not the whole
+	// of the isolation, a Pod.
+	Confine bool `json:",omitempty"`
 	// Egress, when set, is the egress proxy's unix socket (a container's
 	// bind mount of it); the agent bridges protocol.EgressProxyAddr to it,
 	// as in a native sandbox.
@@ -72,6 +77,7 @@ func newUnisolated(cfg Unisolated, out io.Writer) (*Agent, error) {
 			FileSize:  cfg.FileSize,
 		},
 		unisolated: true,
+		confine:    cfg.Confine,
 		cg:         &cgroups.Handles{}, // no cgroup: usage comes from rusage
 		out:        protocol.NewWriter(out),
 		reaper:     startReaper(),
@@ -148,7 +154,7 @@ func (a *Agent) withRlimits(argv []string) []string {
 	if a.cfg.OpenFiles <= 0 || a.cfg.FileSize <= 0 {
 		return argv
 	}
-	return spawn.RlimitArgv("/proc/self/exe", a.cfg.OpenFiles, a.cfg.FileSize, argv)
+	return spawn.RlimitArgv("/proc/self/exe", a.cfg.OpenFiles, a.cfg.FileSize, a.confine, argv)
 }
 
 // plainArgv resolves the program on the request's PATH. A program that is

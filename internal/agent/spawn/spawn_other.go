@@ -13,8 +13,12 @@ func Main() {
 	os.Exit(ExitSetupFailed)
 }
 
-// RlimitArg is argv[1] of the rlimit stage (rlimit_linux.go).
-const RlimitArg = "__kiln-rlimits"
+// RlimitArg and RlimitConfineArg are argv[1] of the rlimit stage
+// (rlimit_linux.go).
+const (
+	RlimitArg        = "__kiln-rlimits"
+	RlimitConfineArg = "__kiln-rlimits-confine"
+)
 
 // RlimitMain fails: sandboxes need Linux.
 func RlimitMain() { Main() }

@@ -26,9 +26,18 @@ import (
 // (fromLink); and the bridges are in another pid namespace and of another
 // uid, so user code can neither see nor signal them: kill -9 -1 does not
 // cut kiln off.
+//
+// The link container also holds the sandbox's lifeline, a connection to
+// the agent's second socket: the kubelet stops a deleted Pod's containers
+// with SIGTERM, which the agent, PID 1 out of user code's reach, must drop
+// (it cannot tell the kubelet's from user code's), and then with SIGKILL
+// after a grace period of at least 2 s. The link's PID 1 ends on SIGTERM;
+// its end closes the lifeline, and the agent ends everything and exits:
+// a Pod's deletion takes milliseconds, not those 2 s.
 const (
-	agentSocket = "@kiln-agent"
-	linkUID     = docker.UID + 1
+	agentSocket    = "@kiln-agent"
+	lifelineSocket = "@kiln-lifeline"
+	linkUID        = docker.UID + 1
 )
 
 func init() {
@@ -61,6 +70,12 @@ func runAgent(config string) int {
 		fmt.Fprintf(os.Stderr, "kiln pod agent: %v\n", err)
 		return 1
 	}
+	life, err := net.Listen("unix", lifelineSocket)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kiln pod agent: %v\n", err)
+		return 1
+	}
+	go holdLifeline(life)
 	if err := agent.ServeClients(ln, fromLink, cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "kiln pod agent: %v\n", err)
 		return 1
@@ -86,10 +101,40 @@ func fromLink(c net.Conn) error {
 	return nil
 }
 
+// holdLifeline waits for the link container's lifeline, and when it
+// ends, ends the sandbox: every process in it, then the agent itself.
+// Connections from anyone else are closed unread.
+func holdLifeline(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		if fromLink(c) != nil {
+			c.Close()
+			continue
+		}
+		io.Copy(io.Discard, c) // nothing comes: it returns at the link's end
+		unix.Kill(-1, unix.SIGKILL)
+		os.Exit(0)
+	}
+}
+
 // runLink is the link container's PID 1: the bridges come later, by
-// exec, and end up here if orphaned, so it reaps; it exits on TERM (the
-// Pod's deletion).
+// exec, and end up here if orphaned, so it reaps; it holds the lifeline
+// to the agent; it exits on TERM (the Pod's deletion).
 func runLink() int {
+	go func() {
+		// The agent may not listen yet; once connected, the lifeline
+		// stays open until this process ends.
+		for {
+			if c, err := net.Dial("unix", lifelineSocket); err == nil {
+				io.Copy(io.Discard, c) // the agent sends nothing
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, unix.SIGTERM, unix.SIGINT)
 	go func() {

@@ -445,8 +445,11 @@ func linkMillis(cpu int64) int64 {
 func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64, claim string, env []string) *corev1.Pod {
 	uid, link := int64(docker.UID), int64(linkUID)
 	// OpenFiles and FileSize: each program runs through the agent's
-	// rlimit stage, as on Docker.
-	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), env...), OpenFiles: lim.OpenFiles, FileSize: lim.FileSizeBytes})
+	// rlimit stage, as on Docker. That stage also confines them
+	// (spawn.RlimitConfineArg): kiln's seccomp filter, as natively (the
+	// Pod's profile is the runtime's default, which allows what kiln's
+	// refuses), and a priority below the agent's.
+	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), env...), OpenFiles: lim.OpenFiles, FileSize: lim.FileSizeBytes, Confine: true})
 	yes, no := true, false
 	linkCPU := linkMillis(lim.CPUMillis)
 	res := corev1.ResourceList{
