@@ -26,10 +26,10 @@ import (
 //     user program's alone; the agent, which loads none, keeps the calls
 //     it needs;
 //   - it runs the program under SCHED_IDLE, below the agent, which shares
-//     the container's CPU quota with it: else a fork bomb's hundreds of
-//     busy processes (up to the node's pids limit per Pod, not the
-//     session's) leave the agent too little CPU to end them at the
-//     timeout; the agent, woken, now preempts them at once. The policy
+//     the container's CPU quota with it: however many busy processes
+//     user code makes (up to the node's pids limit per Pod, not the
+//     session's), the agent, woken to end them, preempts them at once
+//     rather than waiting its turn among them. The policy
 //     weighs only within the container's cgroup, so the program loses
 //     nothing against other sandboxes, and nothing while the agent is
 //     idle; an unprivileged process cannot leave it (RLIMIT_NICE is 0).
