@@ -29,6 +29,10 @@ type pending struct {
 // ErrClosed is returned for requests on a closed or broken connection.
 var ErrClosed = errors.New("agent connection closed")
 
+// ErrRefused is an agent's answer, instead of its hello, when it cannot
+// serve; the error carries its reason.
+var ErrRefused = errors.New("the agent refused the connection")
+
 // RemoteError is an error the agent reported for a request.
 type RemoteError struct {
 	Code    string
@@ -61,6 +65,12 @@ func Dial(ctx context.Context, conn io.ReadWriteCloser) (*Client, error) {
 		m, err := in.Read()
 		if err != nil {
 			hello <- fmt.Errorf("agent hello: %w", err)
+			return
+		}
+		var e protocol.Error
+		if m.Type == protocol.TError && m.Decode(&e) == nil {
+			// an agent that cannot serve says why, instead of its hello
+			hello <- fmt.Errorf("%w: %s", ErrRefused, e.Message)
 			return
 		}
 		var h protocol.Hello

@@ -7,13 +7,15 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/kiln-dev/kiln/internal/agent"
 	"github.com/kiln-dev/kiln/internal/backend/docker"
+	"github.com/kiln-dev/kiln/internal/backend/kubernetes/podlink"
+	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
 // A sandbox Pod has two containers. The sandbox container runs the
@@ -35,8 +37,8 @@ import (
 // its end closes the lifeline, and the agent ends everything and exits:
 // a Pod's deletion takes milliseconds, not those 2 s.
 const (
-	agentSocket    = "@kiln-agent"
-	lifelineSocket = "@kiln-lifeline"
+	agentSocket    = podlink.AgentSocket
+	lifelineSocket = podlink.LifelineSocket
 	linkUID        = docker.UID + 1
 )
 
@@ -48,11 +50,16 @@ func init() {
 	switch {
 	case len(os.Args) == 3 && os.Args[1] == AgentArg:
 		os.Exit(runAgent(os.Args[2]))
-	case len(os.Args) == 2 && os.Args[1] == BridgeArg:
-		os.Exit(runBridge())
-	case len(os.Args) == 2 && os.Args[1] == LinkArg:
-		os.Exit(runLink())
 	}
+}
+
+// podConfig is the sandbox container's agent configuration.
+type podConfig struct {
+	agent.Unisolated
+	// APIServer ("host:port"), when set, is the API server as a Pod
+	// reaches it: the agent serves no one until the Pod cannot
+	// (isolatedFrom).
+	APIServer string `json:",omitempty"`
 }
 
 // runAgent is the Pod's PID 1: the Docker backend's container agent
@@ -60,11 +67,15 @@ func init() {
 // one replica after another (agent.ServeClients).
 func runAgent(config string) int {
 	docker.PrepareAgent()
-	var cfg agent.Unisolated
+	var cfg podConfig
 	if err := json.Unmarshal([]byte(config), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "kiln pod agent: %v\n", err)
 		return 1
 	}
+	// The check runs while the agent starts and kiln's first bridge
+	// comes, instead of after the bridge, as a probe through the agent.
+	isolation := make(chan error, 1)
+	go func() { isolation <- isolatedFrom(cfg.APIServer) }()
 	ln, err := net.Listen("unix", agentSocket)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kiln pod agent: %v\n", err)
@@ -76,11 +87,58 @@ func runAgent(config string) int {
 		return 1
 	}
 	go holdLifeline(life)
-	if err := agent.ServeClients(ln, fromLink, cfg); err != nil {
+	if err := agent.ServeClients(ln, afterIsolation(fromLink, isolation), cfg.Unisolated); err != nil {
 		fmt.Fprintf(os.Stderr, "kiln pod agent: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// isolationWait bounds the wait for the network plugin to program the
+// Pod's NetworkPolicy: a plugin that never enforces it fails the
+// sandbox's start, rather than handing out a sandbox with the cluster's
+// network.
+var isolationWait = 15 * time.Second // a variable for tests
+
+// isolatedFrom returns nil once a connection to addr (the API server)
+// fails, and an error if one still succeeds after isolationWait. The
+// plugin programs a new Pod's NetworkPolicy asynchronously: on the test
+// cluster (kube-router) a Pod reached the API server for its first
+// moments. A denied connect is refused or dropped; a dropped one waits
+// out the timeout, which a connect to a reachable API server takes a
+// fraction of.
+func isolatedFrom(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	for deadline := time.Now().Add(isolationWait); ; time.Sleep(100 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+		if err != nil {
+			return nil
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the sandbox's Pod reaches the API server at %s: this cluster does not enforce kiln's NetworkPolicy (its network plugin must enforce NetworkPolicy)", addr)
+		}
+	}
+}
+
+// afterIsolation is trusted, holding each connection until the
+// isolation check is done. If the Pod is not isolated, each bridge gets
+// the reason as an error instead of the agent's hello, and is closed.
+func afterIsolation(trusted func(net.Conn) error, isolation <-chan error) func(net.Conn) error {
+	var once sync.Once
+	var failed error
+	return func(c net.Conn) error {
+		if err := trusted(c); err != nil {
+			return err
+		}
+		once.Do(func() { failed = <-isolation })
+		if failed != nil {
+			protocol.NewWriter(c).Send(0, protocol.TError, protocol.Error{Code: protocol.ErrInternal, Message: failed.Error()})
+		}
+		return failed
+	}
 }
 
 // fromLink passes a connection only from the Pod's link container's
@@ -118,59 +176,4 @@ func holdLifeline(ln net.Listener) {
 		unix.Kill(-1, unix.SIGKILL)
 		os.Exit(0)
 	}
-}
-
-// runLink is the link container's PID 1: the bridges come later, by
-// exec, and end up here if orphaned, so it reaps; it holds the lifeline
-// to the agent; it exits on TERM (the Pod's deletion).
-func runLink() int {
-	go func() {
-		// The agent may not listen yet; once connected, the lifeline
-		// stays open until this process ends.
-		for {
-			if c, err := net.Dial("unix", lifelineSocket); err == nil {
-				io.Copy(io.Discard, c) // the agent sends nothing
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, unix.SIGTERM, unix.SIGINT)
-	go func() {
-		<-term
-		os.Exit(0)
-	}()
-	for {
-		var ws unix.WaitStatus
-		if _, err := unix.Wait4(-1, &ws, 0, nil); err != nil && err != unix.EINTR {
-			time.Sleep(200 * time.Millisecond) // no child yet
-		}
-	}
-}
-
-// bridgeWait bounds the bridge's wait for the agent to listen.
-const bridgeWait = 30 * time.Second
-
-// runBridge joins its stdin and stdout (the exec stream from a kiln
-// replica) to the agent's socket, until either side ends.
-func runBridge() int {
-	// A Pod that has just started may not be listening yet.
-	var c net.Conn
-	var err error
-	for deadline := time.Now().Add(bridgeWait); ; time.Sleep(10 * time.Millisecond) {
-		if c, err = net.Dial("unix", agentSocket); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "kiln pod bridge: %v\n", err)
-		return 1
-	}
-	go func() {
-		io.Copy(c, os.Stdin)
-		c.(*net.UnixConn).CloseWrite() // the replica hung up
-	}()
-	io.Copy(os.Stdout, c)
-	return 0
 }

@@ -10,14 +10,14 @@
 // and any replica can reach any sandbox.
 package kubernetes
 
-// Argv[1] of the two roles of the kiln binary in a sandbox Pod.
+import "github.com/kiln-dev/kiln/internal/backend/kubernetes/podlink"
+
+// Argv[1] of the roles of the kiln binary in a sandbox Pod.
 const (
 	// AgentArg starts the agent, the Pod's PID 1; argv[2] is its
-	// configuration (agent.Unisolated, JSON).
+	// configuration (podConfig, JSON).
 	AgentArg = "__kiln-pod-agent"
-	// BridgeArg joins the exec stream's stdin and stdout to the agent,
-	// in the link container.
-	BridgeArg = "__kiln-pod-bridge"
-	// LinkArg is the link container's PID 1, which only reaps.
-	LinkArg = "__kiln-pod-link"
+	// BridgeArg and LinkArg are the link container's (podlink).
+	BridgeArg = podlink.BridgeArg
+	LinkArg   = podlink.LinkArg
 )

@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -31,8 +33,8 @@ import (
 	"github.com/kiln-dev/kiln/internal/agentclient"
 	"github.com/kiln-dev/kiln/internal/backend"
 	"github.com/kiln-dev/kiln/internal/backend/docker"
+	"github.com/kiln-dev/kiln/internal/backend/kubernetes/podlink"
 	"github.com/kiln-dev/kiln/internal/kiln"
-	"github.com/kiln-dev/kiln/internal/protocol"
 )
 
 // Labels on everything the backend makes; List and reaping select on
@@ -89,9 +91,10 @@ type Backend struct {
 	// replica is the kiln replica's id (SetReplica), on every Pod's
 	// labelReplica; "" without replicas.
 	replica string
-	// apiServer is the API server's address from a Pod (host, port), or
-	// nil when kiln cannot tell it: isolated checks against it.
-	apiServer []string
+	// apiServer is the API server's address from a Pod (host:port), or
+	// "" when kiln cannot tell it: each sandbox's agent checks it cannot
+	// reach it (isolatedFrom).
+	apiServer string
 	mu        sync.Mutex
 	conns     map[string]*agentclient.Client
 	stop      chan struct{} // closed by Close: ends the pruning of workspaces and the warm pool
@@ -171,15 +174,15 @@ func (b *Backend) pruneEvery(period time.Duration) {
 
 // apiServerAddr is the API server as a Pod reaches it, the kubernetes
 // Service (or, where kiln may not read it, the address the kubelet gives
-// kiln's own Pod): the address isolated checks a sandbox cannot reach.
-func apiServerAddr(ctx context.Context, cs kubernetes.Interface) []string {
+// kiln's own Pod): the address a sandbox must not reach.
+func apiServerAddr(ctx context.Context, cs kubernetes.Interface) string {
 	if svc, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil && svc.Spec.ClusterIP != "" && len(svc.Spec.Ports) > 0 {
-		return []string{svc.Spec.ClusterIP, fmt.Sprint(svc.Spec.Ports[0].Port)}
+		return net.JoinHostPort(svc.Spec.ClusterIP, fmt.Sprint(svc.Spec.Ports[0].Port))
 	}
 	if h, p := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT"); h != "" && p != "" {
-		return []string{h, p}
+		return net.JoinHostPort(h, p)
 	}
-	return nil
+	return ""
 }
 
 // ExtendedResources are the extended resources a sandbox may ask for
@@ -354,15 +357,8 @@ func (b *Backend) start(ctx context.Context, id string, lim kiln.Limits, extende
 			b.remove(context.Background(), id)
 		}
 	}()
-	if err := b.waitRunning(ctx, id, extended); err != nil {
-		return "", nil, err
-	}
-	c, err := b.dial(ctx, id)
+	c, err := b.reach(ctx, id, extended)
 	if err != nil {
-		return "", nil, err
-	}
-	if err := b.isolated(ctx, c); err != nil {
-		c.Close()
 		return "", nil, err
 	}
 	return id, c, nil
@@ -377,7 +373,7 @@ func (b *Backend) dial(ctx context.Context, id string) (*agentclient.Client, err
 	if err != nil {
 		return nil, err
 	}
-	dctx, cancel := context.WithTimeout(ctx, bridgeWait+5*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, podlink.BridgeWait+5*time.Second)
 	defer cancel()
 	c, err := agentclient.Dial(dctx, conn)
 	if err != nil {
@@ -385,35 +381,6 @@ func (b *Backend) dial(ctx context.Context, id string) (*agentclient.Client, err
 		return nil, kiln.Wrap(kiln.SandboxError, fmt.Errorf("%w; the Pod said: %s", err, conn.stderr()), "cannot reach the sandbox's agent")
 	}
 	return c, nil
-}
-
-// isolated waits until the sandbox cannot reach the API server, before
-// any user code runs in it. The network plugin programs a new Pod's
-// NetworkPolicy asynchronously: on the test cluster (kube-router) a Pod
-// reached the API server for its first moments, before the rules for its
-// address were in. A plugin that never enforces NetworkPolicy fails the
-// create, rather than handing out a sandbox with the cluster's network.
-func (b *Backend) isolated(ctx context.Context, c *agentclient.Client) error {
-	if b.apiServer == nil {
-		return nil
-	}
-	// bash's /dev/tcp connects without any tool in the image; a denied
-	// connect is refused or hangs until the timeout: both mean isolated.
-	probe := protocol.Exec{Argv: []string{"/bin/bash", "-c", "exec 3<>/dev/tcp/$0/$1", b.apiServer[0], b.apiServer[1]}, TimeoutMs: 300, OutputBytes: 1 << 10}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		exit, err := c.Exec(ctx, probe, io.Discard, io.Discard)
-		if err != nil {
-			return kiln.Wrap(kiln.SandboxError, err, "cannot check the sandbox's network isolation")
-		}
-		if exit.Code != 0 || exit.TimedOut {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return kiln.Errorf(kiln.SandboxError, "the sandbox's Pod reaches the API server at %s:%s: this cluster does not enforce kiln's NetworkPolicy (its network plugin must enforce NetworkPolicy)", b.apiServer[0], b.apiServer[1])
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // The link container's share: its bridges only copy bytes. Its CPU is
@@ -449,7 +416,10 @@ func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64, cla
 	// (spawn.RlimitConfineArg): kiln's seccomp filter, as natively (the
 	// Pod's profile is the runtime's default, which allows what kiln's
 	// refuses), and a priority below the agent's.
-	cfg, _ := json.Marshal(agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), env...), OpenFiles: lim.OpenFiles, FileSize: lim.FileSizeBytes, Confine: true})
+	cfg, _ := json.Marshal(podConfig{
+		Unisolated: agent.Unisolated{Workspace: "/workspace", Env: append(baseEnv(), env...), OpenFiles: lim.OpenFiles, FileSize: lim.FileSizeBytes, Confine: true},
+		APIServer:  b.apiServer,
+	})
 	yes, no := true, false
 	linkCPU := linkMillis(lim.CPUMillis)
 	res := corev1.ResourceList{
@@ -535,50 +505,96 @@ func (b *Backend) pod(id string, lim kiln.Limits, extended map[string]int64, cla
 	return p
 }
 
-// waitRunning polls the Pod until it runs; a Pod that fails or ends
-// first is an error that says why. A Pod that no node can take for want
-// of an extended resource it asked for fails at once: GPUs are few and
-// held for a session's life, so waiting the 2 minutes for one to be
-// freed would mostly hang the client for nothing.
-func (b *Backend) waitRunning(ctx context.Context, id string, extended map[string]int64) error {
+// reach polls the Pod until kiln reaches its agent, and returns the
+// client. It dials as soon as a node has the Pod, not once its status
+// says it runs: the kubelet reports that at a relist of its containers
+// (every second), and an exec into a container that has not started
+// fails at once, so early dials only cost a round trip each.
+func (b *Backend) reach(ctx context.Context, id string, extended map[string]int64) (_ *agentclient.Client, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	why := "" // the last reason it was not running, for the timeout's error
+	type dialed struct {
+		c   *agentclient.Client
+		err error
+	}
+	var inflight chan dialed // the dial under way, or nil
+	defer func() {
+		if inflight != nil { // given up: cancel drops it; close what it made
+			go func(ch chan dialed) {
+				if d := <-ch; d.c != nil {
+					d.c.Close()
+				}
+			}(inflight)
+		}
+	}()
+	why := "" // the last reason it was not reached, for the timeout's error
 	for {
 		p, err := b.cs.CoreV1().Pods(b.opt.Namespace).Get(ctx, "kiln-"+id, metav1.GetOptions{})
 		if err != nil {
-			return kiln.Wrap(kiln.SandboxError, err, "the sandbox's Pod did not start")
+			return nil, kiln.Wrap(kiln.SandboxError, err, "the sandbox's Pod did not start")
 		}
-		switch p.Status.Phase {
-		case corev1.PodRunning:
-			return nil
-		case corev1.PodFailed, corev1.PodSucceeded:
-			return kiln.Errorf(kiln.SandboxError, "the sandbox's Pod ended before it ran the agent: %s %s", p.Status.Reason, p.Status.Message)
+		if err := b.startProblem(p, extended, &why); err != nil {
+			return nil, err
 		}
-		for _, cs := range p.Status.ContainerStatuses {
-			if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImageNeverPull" || w.Reason == "CreateContainerConfigError" || w.Reason == "CreateContainerError") {
-				return kiln.Errorf(kiln.SandboxError, "the sandbox's Pod cannot start: %s: %s", w.Reason, w.Message)
-			}
+		if inflight == nil && p.Spec.NodeName != "" {
+			inflight = make(chan dialed, 1)
+			go func(ch chan dialed) {
+				c, err := b.dial(ctx, id)
+				ch <- dialed{c, err}
+			}(inflight)
 		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				why = c.Reason + ": " + c.Message // e.g. Insufficient cpu
-				if name := lacking(c.Message, extended); c.Reason == corev1.PodReasonUnschedulable && name != "" {
-					return kiln.Errorf(kiln.Unavailable, "no node has %d %s free for the sandbox (the scheduler: %s); try again later or ask for fewer", extended[name], name, c.Message)
+		for tick := time.After(50 * time.Millisecond); tick != nil; {
+			select {
+			case d := <-inflight:
+				inflight = nil // the next is dialled after the tick
+				if d.err == nil {
+					return d.c, nil
 				}
-				// Pre-made volumes (no provisioner) all taken: none will
-				// come by waiting. (A provisioner's class never says this.)
-				if c.Reason == corev1.PodReasonUnschedulable && strings.Contains(c.Message, "didn't find available persistent volumes to bind") {
-					return kiln.Errorf(kiln.Unavailable, "no PersistentVolume is free for the session's workspace (storage class %q; the scheduler: %s): its administrator must add volumes or use a class with a provisioner", b.opt.StorageClass, c.Message)
+				// Running, the containers had started: the dial's error
+				// is the answer. So is the agent's own refusal.
+				if p.Status.Phase == corev1.PodRunning || errors.Is(d.err, agentclient.ErrRefused) {
+					return nil, d.err
 				}
+				why = "(" + kiln.Message(d.err) + ")"
+			case <-ctx.Done():
+				return nil, kiln.Wrap(kiln.SandboxError, ctx.Err(), "the sandbox's Pod did not start %s", why)
+			case <-tick:
+				tick = nil
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return kiln.Wrap(kiln.SandboxError, ctx.Err(), "the sandbox's Pod did not start %s", why)
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// startProblem is why Pod p will not start, or nil while it may still;
+// why is set to what it waits for. A Pod that no node can take for want
+// of an extended resource it asked for fails at once: GPUs are few and
+// held for a session's life, so waiting the 2 minutes for one to be
+// freed would mostly hang the client for nothing.
+func (b *Backend) startProblem(p *corev1.Pod, extended map[string]int64, why *string) error {
+	switch p.Status.Phase {
+	case corev1.PodFailed, corev1.PodSucceeded:
+		return kiln.Errorf(kiln.SandboxError, "the sandbox's Pod ended before it ran the agent: %s %s", p.Status.Reason, p.Status.Message)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImageNeverPull" || w.Reason == "CreateContainerConfigError" || w.Reason == "CreateContainerError") {
+			return kiln.Errorf(kiln.SandboxError, "the sandbox's Pod cannot start: %s: %s", w.Reason, w.Message)
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse {
+			continue
+		}
+		*why = c.Reason + ": " + c.Message // e.g. Insufficient cpu
+		if name := lacking(c.Message, extended); c.Reason == corev1.PodReasonUnschedulable && name != "" {
+			return kiln.Errorf(kiln.Unavailable, "no node has %d %s free for the sandbox (the scheduler: %s); try again later or ask for fewer", extended[name], name, c.Message)
+		}
+		// Pre-made volumes (no provisioner) all taken: none will
+		// come by waiting. (A provisioner's class never says this.)
+		if c.Reason == corev1.PodReasonUnschedulable && strings.Contains(c.Message, "didn't find available persistent volumes to bind") {
+			return kiln.Errorf(kiln.Unavailable, "no PersistentVolume is free for the session's workspace (storage class %q; the scheduler: %s): its administrator must add volumes or use a class with a provisioner", b.opt.StorageClass, c.Message)
+		}
+	}
+	return nil
 }
 
 // lacking is the extended resource among those asked for that the
