@@ -1,9 +1,6 @@
 package docker
 
-import (
-	"runtime"
-	"sync"
-)
+import "github.com/kiln-dev/kiln/internal/osthreads"
 
 // The agent shares the container's pids cgroup with user code, and the Go
 // runtime makes an OS thread whenever it needs one (a goroutine blocked
@@ -20,24 +17,5 @@ const (
 )
 
 // reserveThreads has the runtime make n more OS threads and leaves them
-// idle: n goroutines each lock a thread of their own at the same time,
-// then unlock and end, and the runtime parks the threads for reuse (it
-// never ends an idle thread).
-func reserveThreads(n int) {
-	var locked, done sync.WaitGroup
-	release := make(chan struct{})
-	locked.Add(n)
-	done.Add(n)
-	for range n {
-		go func() {
-			defer done.Done()
-			runtime.LockOSThread()
-			locked.Done()
-			<-release
-			runtime.UnlockOSThread()
-		}()
-	}
-	locked.Wait()
-	close(release)
-	done.Wait()
-}
+// idle (osthreads.Reserve).
+func reserveThreads(n int) { osthreads.Reserve(n) }
