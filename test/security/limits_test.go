@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/backend/docker"
 	"github.com/kiln-dev/kiln/internal/engine"
 	"github.com/kiln-dev/kiln/internal/kiln"
 )
@@ -147,17 +148,25 @@ int main(void) {
 			timeout   time.Duration
 			interrupt bool
 		}{{"timeout", 3 * time.Second, false}, {"cancel", time.Minute, true}} {
+			seen := make(chan int, 1) // how many of them the host saw before the interrupt
 			if stop.interrupt {
 				go func() {
-					for deadline := time.Now().Add(30 * time.Second); len(detached(marker)) < 2 && time.Now().Before(deadline); {
+					n := 0
+					for deadline := time.Now().Add(30 * time.Second); n < 2 && time.Now().Before(deadline); n = len(detached(marker)) {
 						time.Sleep(50 * time.Millisecond)
 					}
+					seen <- n
 					sess.Interrupt()
 				}()
 			}
 			r, err := sess.Run(context.Background(), engine.Cell{Language: "c", Code: code, Timeout: stop.timeout}, engine.Events{})
 			if err != nil || r.Status == kiln.StatusOK {
 				t.Fatalf("%s: the C cell: %v %+v", stop.name, err, r)
+			}
+			if stop.interrupt {
+				if n := <-seen; n < 2 {
+					t.Fatalf("%s: the host saw %d of the cell's 2 detached sleeps while it ran: the check below would prove nothing", stop.name, n)
+				}
 			}
 			deadline := time.Now().Add(2 * time.Second)
 			for left := detached(marker); len(left) > 0; left = detached(marker) {
@@ -173,10 +182,13 @@ int main(void) {
 	})
 }
 
-// detached lists the live host processes in the sandbox uid range whose
-// command line is sleep with marker.
+// detached lists the live host processes of a sandbox uid, native's
+// range or a container's (Docker, a Pod), whose command line is sleep
+// with marker.
 func detached(marker string) []string {
 	procs, _ := sandboxProcs(0, 0)
+	inContainers, _ := sandboxProcs(docker.UID, docker.UID+1)
+	procs = append(procs, inContainers...)
 	var out []string
 	for _, p := range procs {
 		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.pid))
