@@ -21,15 +21,7 @@ func TestIsolatedFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go acceptAndClose(ln)
 	defer func(w time.Duration) { isolationWait = w }(isolationWait)
 	isolationWait = 300 * time.Millisecond
 	err = isolatedFrom(ln.Addr().String())
@@ -78,5 +70,16 @@ func TestAfterIsolation(t *testing.T) {
 	go k2.Read(make([]byte, 1<<10))
 	if err := trusted(a2); err == nil {
 		t.Error("a second bridge was trusted")
+	}
+}
+
+// acceptAndClose closes each connection to ln at once, until ln closes.
+func acceptAndClose(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
 	}
 }

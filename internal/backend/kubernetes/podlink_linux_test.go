@@ -20,15 +20,7 @@ func TestBridgeSkipsClientInits(t *testing.T) {
 		t.Fatalf("listening as the agent, on %s of this network namespace: %v", podlink.AgentSocket, err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go acceptAndClose(ln)
 	cmd := exec.Command(os.Args[0], BridgeArg)
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 	out, err := cmd.CombinedOutput()
